@@ -1,0 +1,5 @@
+import sys
+
+from clirplug.cli import main
+
+sys.exit(main())

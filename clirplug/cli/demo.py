@@ -1,0 +1,45 @@
+"""``clirplug demo``: the whole job on the embedded German-English demo collection."""
+
+HELP = "run the main job on the embedded demo collection: index, search, run files, scores"
+
+
+def add_arguments(parser):
+    parser.add_argument("--workdir", default="demo-output", metavar="DIR",
+                        help="folder for the demo's index, runs and scores (default: demo-output)")
+
+
+def run(args):
+    import shutil
+    from pathlib import Path
+
+    from clirplug.data import demo_path
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import write_run
+    from clirplug.io.topics import read_topics
+    from clirplug.lucene.index import build_index
+    from clirplug.lucene.search import Bm25Searcher
+    from clirplug.monolingual import mate_title_queries
+
+    demo, work = demo_path(), Path(args.workdir)
+    index = work / "indexes" / "demo"
+    if index.exists():
+        shutil.rmtree(index)
+    build_index(demo / "corpus.jsonl", index, language="en", progress=False)
+    print(f"indexed the demo collection into {index}")
+    topics = read_topics(demo / "topics.dev.jsonl")
+    qrels = read_qrels(demo / "qrels.dev.txt")
+    searcher = Bm25Searcher(index)
+    queries = {
+        "floor.title": {t.id: t.title for t in topics},
+        "floor.desc": {t.id: t.desc for t in topics},
+        "ceiling.title": mate_title_queries(qrels, demo / "corpus.jsonl"),
+    }
+    runs = {}
+    for name, texts in queries.items():
+        runs[name] = searcher.search_all(texts, hits=1000, progress=False)
+        path = work / "runs" / f"demo.dev.{name}.trec"
+        write_run(runs[name], path, tag=name)
+        print(f"wrote {path}")
+    scores = evaluate(qrels, runs, ["MAP", "nDCG@10", "R@100", "PRES@100"])
+    print(scores.pivot(index="run", columns="measure", values="value").round(4).to_string())

@@ -1,0 +1,119 @@
+"""``clirplug eval``: evaluate TREC runs (trec_eval-compatible measures, PRES, significance)."""
+
+HELP = "evaluate TREC runs against qrels (MAP, nDCG, P@k, R@k, PRES@N; paired randomization tests)"
+
+DEFAULT_MEASURES = "MAP nDCG nDCG@10 P@10 R@1000 PRES@1000"  # = clirplug.eval.DEFAULT_MEASURES
+
+EPILOG = """\
+Measures: ir_measures names (AP, nDCG@10, P@10, R@1000, RR, Rprec, Bpref, NumRelRet, ...),
+trec_eval names (map, P_10, ndcg_cut_10, ...), the aliases MAP=AP, NDCG=nDCG, MRR=RR, and
+PRES@N (Magdy & Jones 2010). Runs are ordered as trec_eval orders them (score descending,
+ties by docid descending). Queries of the qrels missing from a run count as 0 (trec_eval -c);
+run queries absent from the qrels are ignored. With --baseline, every other run is compared
+with it by a two-sided paired randomization test (10,000 permutations, fixed seed) over the
+queries of the qrels; in the table, '*' marks p < 0.05.
+"""
+
+
+def add_arguments(parser):
+    import argparse
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (qid Q0 docid rank score tag)")
+    parser.add_argument("--qrels", required=True, help="TREC qrels file (qid iter docid relevance)")
+    parser.add_argument("--measures", default=DEFAULT_MEASURES, help=f"space-separated measures (default: {DEFAULT_MEASURES})")
+    parser.add_argument("--baseline", metavar="RUN", help="run to test the others against (added if not among RUN)")
+    parser.add_argument("--per-query", action="store_true", help="also print the value of every query")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
+    parser.add_argument("--permutations", type=int, default=None, help="randomization-test permutations (default: 10000)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the randomization test (default: fixed)")
+
+
+def _with_p_values(results, baseline, permutations, seed):
+    """Add a ``p_value`` column to the aggregate rows of the non-baseline runs."""
+    import numpy as np
+
+    from clirplug.eval.measures import ALL
+    from clirplug.eval.significance import randomization_test
+
+    per_query = results[results["qid"] != ALL]
+    table = per_query.pivot_table(index="qid", columns=["run", "measure"], values="value", sort=True)
+    measures = list(dict.fromkeys(results["measure"]))
+    base = table[baseline][measures].to_numpy()
+    p_values = {}
+    for run in dict.fromkeys(results["run"]):
+        if run != baseline:
+            values = randomization_test(table[run][measures].to_numpy(), base, permutations, seed)
+            p_values.update({(run, measure): float(p) for measure, p in zip(measures, np.atleast_1d(values))})
+    is_all = results["qid"] == ALL
+    keys = zip(results["run"], results["measure"])
+    results["p_value"] = [p_values.get(key) if aggregate else None for key, aggregate in zip(keys, is_all)]
+    return results
+
+
+def _table(results, per_query, has_p):
+    """Runs (and queries) as rows, measures as columns, values to 4 decimals plus markers."""
+    from clirplug.eval.measures import ALL
+    from clirplug.eval.significance import marker
+
+    shown = results if per_query else results[results["qid"] == ALL]
+    keys = ["run", "qid"] if per_query else ["run"]
+    measures = list(dict.fromkeys(shown["measure"]))
+    rows = {}
+    for record in shown.itertuples(index=False):
+        cell = f"{record.value:.4f}" + (marker(record.p_value) if has_p else "")
+        rows.setdefault(tuple(getattr(record, key) for key in keys), {})[record.measure] = cell
+    lines = [keys + measures] + [[*key, *(cells[name] for name in measures)] for key, cells in rows.items()]
+    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) if column < len(keys) else cell.rjust(width)
+                  for column, (cell, width) in enumerate(zip(line, widths))).rstrip()
+        for line in lines
+    )
+
+
+def run(args):
+    import json
+    import sys
+
+    from clirplug.errors import ClirplugError
+    from clirplug.eval.measures import ALL, evaluate, parse_measures
+    from clirplug.eval.significance import ALPHA, MARKER, PERMUTATIONS, SEED
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    permutations = PERMUTATIONS if args.permutations is None else args.permutations
+    seed = SEED if args.seed is None else args.seed
+    if permutations < 1:
+        raise ClirplugError(f"--permutations must be at least 1, got {permutations}")
+    measures = parse_measures(args.measures)  # reports bad names before reading any file
+    names = list(dict.fromkeys(args.runs))
+    if args.baseline is not None and args.baseline not in names:
+        names.insert(0, args.baseline)
+    qrels = read_qrels(args.qrels)
+    runs = {name: read_run(name) for name in names}
+    has_p = args.baseline is not None and len(names) > 1
+    results = evaluate(qrels, runs, [m.name for m in measures], per_query=True)
+    if has_p:
+        results = _with_p_values(results, args.baseline, permutations, seed)
+    output = results if args.per_query else results[results["qid"] == ALL].drop(columns="qid")
+
+    if args.format == "json":
+        records = []
+        for record in output.to_dict(orient="records"):
+            if record.get("qid") == ALL:
+                del record["qid"]
+            p_value = record.pop("p_value", None)
+            if p_value is not None and p_value == p_value:  # None/NaN: no test for this record
+                record["p_value"] = p_value
+            records.append(record)
+        print(json.dumps(records, indent=1))
+    elif args.format == "csv":
+        output.to_csv(sys.stdout, index=False, float_format="%.6g", lineterminator="\n")
+    else:
+        print(_table(results, args.per_query, has_p))
+        if has_p:
+            print(f"\n{MARKER} p < {ALPHA} against {args.baseline} (two-sided paired randomization test,"
+                  f" {permutations} permutations, seed {seed})")
+    return 0

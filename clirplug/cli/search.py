@@ -1,0 +1,51 @@
+"""``clirplug search``: rank a collection for every topic and write a TREC run."""
+
+HELP = "search an index for every topic (BM25 over Lucene) and write a TREC run file"
+
+# --method -> "module:function"; the function takes the parsed arguments and the topics
+# and returns a run frame (qid, docid, rank, score).
+SEARCH_METHODS = {
+    "bm25": "clirplug.cli.search:bm25_run",
+}
+
+
+def add_arguments(parser):
+    parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index built by `clirplug index`")
+    parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
+    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="topic field used as the query")
+    parser.add_argument("--output", required=True, metavar="FILE", help="TREC run file to write")
+    parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
+    parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
+    parser.add_argument("--k1", type=float, default=0.9, help="BM25 k1 (default: Anserini's 0.9)")
+    parser.add_argument("--b", type=float, default=0.4, help="BM25 b (default: Anserini's 0.4)")
+    parser.add_argument("--run-tag", default=None, help="run tag, the last column (default: the output file's stem)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def bm25_run(args, topics):
+    """BM25 with the untranslated topic text as the query."""
+    from clirplug.io.topics import topic_field
+    from clirplug.lucene.search import bm25_search
+
+    queries = {topic.id: topic_field(topic, args.field) for topic in topics}
+    return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
+
+
+def run(args):
+    import importlib
+    from pathlib import Path
+
+    from clirplug.errors import ClirplugError
+    from clirplug.io.runs import write_run
+    from clirplug.io.topics import read_topics
+    from clirplug.lucene.index import check_index
+
+    if args.hits < 1:
+        raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
+    check_index(args.index)
+    topics = read_topics(args.topics)
+    module_name, function_name = SEARCH_METHODS[args.method].split(":")
+    frame = getattr(importlib.import_module(module_name), function_name)(args, topics)
+    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
+    write_run(frame, args.output, tag=tag, depth=args.hits)
+    print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

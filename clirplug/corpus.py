@@ -1,0 +1,84 @@
+"""Reading document collections: JSONL (``{"id", "contents"[, "title"]}``), ``.jsonl.gz``, or a folder of them."""
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from clirplug.errors import ClirplugError, where
+
+CORPUS_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+
+
+class Document(NamedTuple):
+    id: str
+    title: str
+    contents: str
+
+    @property
+    def text(self) -> str:
+        """The indexed text: the title folded in front of the contents."""
+        return f"{self.title}\n{self.contents}" if self.title else self.contents
+
+
+def corpus_files(path) -> list[Path]:
+    """The JSONL files of ``path`` (a file, or a folder searched in sorted order)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(CORPUS_SUFFIXES))
+        if not files:
+            raise ClirplugError(f"{path}: no corpus files ({', '.join(CORPUS_SUFFIXES)}) in this folder")
+        return files
+    raise ClirplugError(f"{path}: no such corpus file or folder")
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+def _field(record: dict, name: str, path: Path, line_number: int, required: bool) -> str:
+    value = record.get(name, None)
+    if value is None:
+        if required:
+            raise ClirplugError(f"{where(path, line_number)}: missing field {name!r}")
+        return ""
+    if not isinstance(value, str):
+        raise ClirplugError(f"{where(path, line_number)}: field {name!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def read_corpus(path) -> Iterator[Document]:
+    """Yield the documents of a corpus file or folder, validating every line.
+
+    A line that is not a JSON object, lacks ``id`` or ``contents``, has a non-string
+    field, or repeats an earlier id raises :class:`ClirplugError` naming file and line.
+    """
+    seen = set()
+    for file in corpus_files(path):
+        try:
+            with _open_text(file) as handle:
+                for line_number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as error:
+                        raise ClirplugError(f"{where(file, line_number)}: not valid JSON ({error.msg})") from error
+                    if not isinstance(record, dict):
+                        raise ClirplugError(f"{where(file, line_number)}: expected a JSON object")
+                    doc_id = _field(record, "id", file, line_number, required=True).strip()
+                    if not doc_id or any(c.isspace() for c in doc_id):
+                        raise ClirplugError(f"{where(file, line_number)}: field 'id' must be non-empty without spaces: {doc_id!r}")
+                    if doc_id in seen:
+                        raise ClirplugError(f"{where(file, line_number)}: duplicate document id {doc_id!r}")
+                    seen.add(doc_id)
+                    yield Document(
+                        doc_id,
+                        _field(record, "title", file, line_number, required=False),
+                        _field(record, "contents", file, line_number, required=True),
+                    )
+        except (OSError, EOFError, UnicodeDecodeError) as error:
+            raise ClirplugError(f"{file}: cannot read corpus ({error})") from error

@@ -1,0 +1,37 @@
+"""Rank fusion: combine several runs of the same topics into one.
+
+Each method is a function ``fuse(runs, weights=None, depth=1000) -> DataFrame`` in its
+own module, registered here by name (the CLI's ``--method`` choices). Modules are
+imported on first use so that ``clirplug --help`` stays fast.
+"""
+
+import importlib
+
+# method name -> "module:function"
+FUSERS = {
+    "borda": "clirplug.fusion.borda:fuse",
+    "rrf": "clirplug.fusion.rrf:fuse",
+    "combsum": "clirplug.fusion.comb:combsum",
+    "combmnz": "clirplug.fusion.comb:combmnz",
+}
+
+
+def get_fuser(name):
+    """Return the fusion function registered as ``name``.
+
+    Raises
+    ------
+    ClirplugError
+        When ``name`` is not registered; the message lists the choices.
+    """
+    from clirplug.errors import ClirplugError
+
+    if name not in FUSERS:
+        raise ClirplugError(f"unknown fusion method {name!r}: choose one of {', '.join(FUSERS)}")
+    module_name, function = FUSERS[name].split(":")
+    return getattr(importlib.import_module(module_name), function)
+
+
+def fuse(method, runs, weights=None, depth=1000):
+    """Fuse ``runs`` with the method registered as ``method`` (see ``FUSERS``)."""
+    return get_fuser(method)(runs, weights=weights, depth=depth)

@@ -1,0 +1,54 @@
+"""Helpers shared by the fusion methods: weights, top-K cut, summing contributions."""
+
+from clirplug.errors import ClirplugError
+
+
+def check_weights(weights, count, default):
+    """Return ``weights`` as a list of ``count`` floats (``default`` each when None).
+
+    Raises
+    ------
+    ClirplugError
+        When the number of weights differs from the number of runs, or a weight is
+        negative or not finite.
+    """
+    import math
+
+    if count < 1:
+        raise ClirplugError("fusion needs at least one run")
+    if weights is None:
+        return [default] * count
+    weights = [float(weight) for weight in weights]
+    if len(weights) != count:
+        raise ClirplugError(f"got {len(weights)} fusion weight(s) for {count} run(s)")
+    for weight in weights:
+        if not math.isfinite(weight) or weight < 0:
+            raise ClirplugError(f"fusion weights must be finite and non-negative, got {weight}")
+    return weights
+
+
+def check_depth(depth):
+    """Raise ``ClirplugError`` unless ``depth`` is a positive integer."""
+    if depth is None or int(depth) != depth or depth < 1:
+        raise ClirplugError(f"fusion depth must be a positive integer, got {depth}")
+    return int(depth)
+
+
+def top(run, depth):
+    """The top ``depth`` documents of each query of ``run``, in trec_eval order, with ranks."""
+    from clirplug.io.runs import sort_run
+
+    frame = sort_run(run)
+    return frame[frame["rank"] <= depth][["qid", "docid", "rank", "score"]].reset_index(drop=True)
+
+
+def combine(parts, depth):
+    """Sum the ``(qid, docid, score)`` frames of ``parts``; keep the top ``depth`` per query.
+
+    A document missing from a part contributes 0 for it.
+    """
+    import pandas as pd
+
+    frame = pd.concat(parts, ignore_index=True)
+    fused = frame.groupby(["qid", "docid"], sort=False, as_index=False)["score"].sum()
+    return top(fused, depth)[["qid", "docid", "score"]]

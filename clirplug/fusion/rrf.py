@@ -1,0 +1,37 @@
+"""Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009)."""
+
+from clirplug.fusion._common import check_depth, check_weights, combine, top
+
+# k = 60: the constant of Cormack et al. (2009), also Pyserini's and ranx's default.
+RRF_K = 60
+
+
+def fuse(runs, weights=None, depth=1000, k=RRF_K):
+    """Reciprocal rank fusion: ``score(q, d) = sum_i weights[i] / (k + rank_i(q, d))``.
+
+    Ranks start at 1 and follow trec_eval's order (score descending, docid descending);
+    a document outside a run's top ``depth`` contributes 0 for that run.
+
+    Parameters
+    ----------
+    runs : sequence of pandas.DataFrame or dict
+    weights : sequence of float, optional
+        One weight per run, 1 each by default.
+    depth : int
+        Cut applied to each input and to the fused run.
+    k : float
+        The smoothing constant (60, Cormack et al. 2009).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The fused run (``qid``, ``docid``, ``score``).
+    """
+    weights = check_weights(weights, len(runs), 1.0)
+    depth = check_depth(depth)
+    parts = []
+    for run, weight in zip(runs, weights):
+        part = top(run, depth)
+        part["score"] = weight / (k + part["rank"].astype("float64"))
+        parts.append(part[["qid", "docid", "score"]])
+    return combine(parts, depth)

@@ -1,0 +1,200 @@
+"""Ranked result lists ("runs") in TREC format: ``qid Q0 docid rank score tag`` a line.
+
+Ordering contract (``sort_run``): queries in string order of their id; within a query by
+score descending, ties broken by docid. Files are written with ties by docid ascending,
+as Anserini and Pyserini write them, so ``clirplug search`` ranks equal Anserini's. The
+evaluator sorts ties by docid descending (``ties="trec_eval"``): trec_eval ignores the rank
+column and reads each query that way (score descending, then docno descending, ``strcmp``).
+"""
+
+import math
+from pathlib import Path
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError, where
+
+RUN_COLUMNS = ["qid", "docid", "rank", "score"]
+
+
+def read_run(path):
+    """Read a TREC run file.
+
+    Parameters
+    ----------
+    path : str or Path
+        Six whitespace-separated fields a line: ``qid Q0 docid rank score tag``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``qid``, ``docid`` (str), ``rank`` (int64), ``score`` (float64) and
+        ``tag`` (str), in file order (use ``sort_run`` for the evaluated order).
+
+    Raises
+    ------
+    ClirplugError
+        ``file:line: ...`` on a wrong field count, a non-integer rank, a non-numeric
+        or NaN score, or a duplicate (qid, docid).
+    """
+    import pandas as pd
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ClirplugError(f"{path}: cannot read run ({error})") from error
+    columns = {name: [] for name in RUN_COLUMNS + ["tag"]}
+    seen = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise ClirplugError(
+                f"{where(path, lineno)}: expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}"
+            )
+        qid, _, docid, rank, score, tag = fields
+        try:
+            rank = int(rank)
+        except ValueError:
+            raise ClirplugError(f"{where(path, lineno)}: rank {rank!r} is not an integer") from None
+        try:
+            value = float(score)
+        except ValueError:
+            raise ClirplugError(f"{where(path, lineno)}: score {score!r} is not a number") from None
+        if math.isnan(value):
+            raise ClirplugError(f"{where(path, lineno)}: score is NaN")
+        key = (qid, docid)
+        if key in seen:
+            raise ClirplugError(
+                f"{where(path, lineno)}: document {docid!r} listed twice for query {qid!r} (first at line {seen[key]})"
+            )
+        seen[key] = lineno
+        for name, item in zip(("qid", "docid", "rank", "score", "tag"), (qid, docid, rank, value, tag)):
+            columns[name].append(item)
+    dtypes = {"qid": str, "docid": str, "rank": "int64", "score": "float64", "tag": str}
+    return pd.DataFrame({name: pd.Series(values, dtype=dtypes[name]) for name, values in columns.items()})
+
+
+def _as_frame(run):
+    """A copy of ``run`` (DataFrame with qid, docid, score, or {qid: {docid: score}}) as a frame."""
+    import pandas as pd
+
+    if isinstance(run, dict):
+        rows = [(str(qid), str(docid), score) for qid, docs in run.items() for docid, score in docs.items()]
+        return pd.DataFrame(rows, columns=["qid", "docid", "score"])
+    if isinstance(run, pd.DataFrame):
+        missing = [name for name in ("qid", "docid", "score") if name not in run.columns]
+        if missing:
+            raise ClirplugError(f"run frame lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, run.columns))}")
+        return run.copy()
+    raise ClirplugError(f"a run must be a DataFrame (qid, docid, score) or a dict {{qid: {{docid: score}}}}, got {type(run).__name__}")
+
+
+def _codes(values):
+    """Integer codes of strings, increasing in code-point order (= ``strcmp`` order of UTF-8)."""
+    import numpy as np
+
+    code = {value: number for number, value in enumerate(sorted(set(values)))}
+    return np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+# How equal scores are ordered: by docid ascending, as Anserini's TiebreakerReranker and
+# Pyserini's run files do, or descending, the order in which trec_eval itself reads ties.
+TIE_BREAKS = {"anserini": True, "trec_eval": False}
+
+
+def sort_run(frame, ties="anserini"):
+    """Order a run and recompute its ranks.
+
+    Queries in string order of ``qid``; within a query, ``score`` descending with ties
+    broken by ``docid`` (ascending for ``ties="anserini"``, the order of Anserini's and
+    Pyserini's run files; descending for ``ties="trec_eval"``, the order in which
+    trec_eval evaluates ties whatever the file's ranks say), ranks 1, 2, ...
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or dict
+        Columns ``qid``, ``docid``, ``score`` (others are kept), or ``{qid: {docid: score}}``.
+    ties : {"anserini", "trec_eval"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        A new frame with a fresh index; ``qid``/``docid`` as str, ``score`` float64,
+        ``rank`` int64.
+
+    Raises
+    ------
+    ClirplugError
+        On missing columns, NaN scores or a duplicate (qid, docid).
+    """
+    import numpy as np
+
+    frame = _as_frame(frame)
+    frame["qid"] = frame["qid"].astype(str)
+    frame["docid"] = frame["docid"].astype(str)
+    try:
+        frame["score"] = frame["score"].astype("float64")
+    except (TypeError, ValueError) as error:
+        raise ClirplugError(f"run scores must be numbers ({error})") from error
+    scores = frame["score"].to_numpy()
+    if np.isnan(scores).any():
+        row = frame.iloc[int(np.flatnonzero(np.isnan(scores))[0])]
+        raise ClirplugError(f"run score is NaN for query {row.qid!r}, document {row.docid!r}")
+    qid_codes, doc_codes = _codes(frame["qid"].tolist()), _codes(frame["docid"].tolist())
+    order = np.lexsort((doc_codes if TIE_BREAKS[ties] else -doc_codes, -scores, qid_codes))
+    keys = qid_codes * (len(doc_codes) + 1) + doc_codes
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        row = frame.iloc[int(first[counts > 1].min())]
+        raise ClirplugError(f"run lists document {row.docid!r} twice for query {row.qid!r}")
+    frame = frame.iloc[order].reset_index(drop=True)
+    sorted_qids = qid_codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_qids[1:] != sorted_qids[:-1]])
+    positions = np.arange(len(frame))
+    frame["rank"] = (positions - np.repeat(starts, np.diff(np.r_[starts, len(frame)])) + 1).astype(np.int64)
+    return frame[RUN_COLUMNS + [name for name in frame.columns if name not in RUN_COLUMNS]]
+
+
+def _check_token(kind, value):
+    if not value or any(char.isspace() for char in value):
+        raise ClirplugError(f"{kind} {value!r} cannot be written to a TREC run: it is empty or contains whitespace")
+
+
+def write_run(run, path, tag="clirplug", depth=None) -> None:
+    """Write a run in TREC format, atomically and reproducibly.
+
+    Rows are ordered by ``sort_run`` and ranks recomputed. Scores are printed with
+    Python's shortest round-trip ``repr`` of the float64 value: the file then holds
+    exactly the scores in memory, so no artificial ties appear (as with ``%.6f``,
+    whose ties trec_eval would reorder by docid), re-reading gives the same floats,
+    and the same inputs always give byte-identical files.
+
+    Parameters
+    ----------
+    run : pandas.DataFrame or dict
+        Columns ``qid``, ``docid``, ``score`` (any ``rank`` is recomputed), or
+        ``{qid: {docid: score}}``.
+    path : str or Path
+    tag : str
+        The run tag (last column); no whitespace.
+    depth : int, optional
+        Keep at most this many documents per query.
+    """
+    _check_token("run tag", tag)
+    if depth is not None and depth < 1:
+        raise ClirplugError(f"run depth must be at least 1, got {depth}")
+    frame = sort_run(run)
+    if depth is not None:
+        frame = frame[frame["rank"] <= depth]
+    for kind, column in (("query id", "qid"), ("document id", "docid")):
+        bad = frame[column].str.contains(r"^$|\s", regex=True)
+        if bad.any():
+            _check_token(kind, frame[column][bad].iloc[0])
+    qids, docids = frame["qid"].tolist(), frame["docid"].tolist()
+    lines = [
+        f"{qid} Q0 {docid} {rank} {score!r} {tag}\n"
+        for qid, docid, rank, score in zip(qids, docids, frame["rank"].tolist(), frame["score"].tolist())
+    ]
+    with atomic_open(path) as handle:
+        handle.writelines(lines)

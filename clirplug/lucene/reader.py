@@ -1,0 +1,253 @@
+"""Index statistics for the methods: N, average length, df, Lucene's length norms, postings, analysis.
+
+The first use of an index reads every document vector from Lucene once and caches
+them as a sparse document × term matrix beside the index (``<index>/clirplug/``), so
+df, tf and postings of any number of terms are numpy look-ups afterwards instead
+of one JVM round trip per term.
+"""
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from clirplug.atomic import atomic_path
+from clirplug.errors import ClirplugError
+from clirplug.lucene._jvm import jclass, to_python_list
+from clirplug.lucene.index import check_index, index_metadata
+
+FIELD = "contents"
+CACHE_FOLDER = "clirplug"
+CACHE_VERSION = 1
+
+
+def _cache_file(index, name: str) -> Path:
+    return Path(index) / CACHE_FOLDER / f"{name}-v{CACHE_VERSION}.npy"
+
+
+def _save_cached(path: Path, array: np.ndarray) -> None:
+    """Save ``array`` atomically; a read-only index is simply not cached."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+    except OSError as error:
+        print(f"clirplug: cannot cache index data in {path.parent} ({error})", file=sys.stderr)
+
+
+def load_docids(index, reader) -> np.ndarray:
+    """External document ids in Lucene's internal order (cached beside the index)."""
+    path = _cache_file(index, "docids")
+    if path.is_file():
+        return np.load(path, allow_pickle=False)
+    utils = jclass("io.anserini.index.IndexReaderUtils")
+    docids = np.array([utils.convertLuceneDocidToDocid(reader, i) for i in range(reader.maxDoc())])
+    _save_cached(path, docids)
+    return docids
+
+# Lucene's SmallFloat.intToByte4/byte4ToInt, with which BM25Similarity stores document lengths.
+_MAX_INT4 = 231  # SmallFloat.longToInt4(Integer.MAX_VALUE)
+_NUM_FREE_VALUES = 255 - _MAX_INT4
+
+
+def _int4_to_long(i: int) -> int:
+    bits = i & 0x07
+    shift = (i >> 3) - 1
+    return bits if shift < 0 else (bits | 0x08) << shift
+
+
+def byte4_to_int(norm_byte: int) -> int:
+    """Decode a Lucene length norm byte (``SmallFloat.byte4ToInt``)."""
+    value = norm_byte & 0xFF
+    return value if value < _NUM_FREE_VALUES else _NUM_FREE_VALUES + _int4_to_long(value - _NUM_FREE_VALUES)
+
+
+LENGTH_TABLE = np.array([byte4_to_int(b) for b in range(256)], dtype=np.float64)
+
+
+def _parse_vector(text: str) -> dict[str, int]:
+    """Parse ``Map.toString()`` of a document vector: ``{term=3, other=1}``."""
+    inner = text[1:-1]
+    if not inner:
+        return {}
+    vector = {}
+    for item in inner.split(", "):
+        term, _, count = item.rpartition("=")
+        vector[term] = int(count)
+    return vector
+
+
+class LuceneIndex:
+    """Read-only statistics of a Lucene index built by ``clirplug index`` (or Anserini).
+
+    Attributes
+    ----------
+    num_docs : int
+        N, the number of documents with the ``contents`` field (Lucene's ``docCount``).
+    avg_doc_length : float
+        Lucene's average field length, ``sumTotalTermFreq / docCount``.
+    docids : numpy.ndarray
+        External document ids in Lucene's internal order.
+    doc_lengths : numpy.ndarray
+        Document lengths as Lucene's BM25 sees them: the decoded (lossy) length norms.
+    """
+
+    def __init__(self, path, progress: bool = True):
+        self.path = check_index(path)
+        self.language = index_metadata(self.path)["language"]
+        self._utils = jclass("io.anserini.index.IndexReaderUtils")
+        self._reader = self._utils.getReader(str(self.path))
+        searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
+        stats = searcher.collectionStatistics(FIELD)
+        if stats is None:
+            raise ClirplugError(f"{self.path}: the index has no {FIELD!r} field")
+        self.num_docs = int(stats.docCount())
+        self.avg_doc_length = stats.sumTotalTermFreq() / stats.docCount()
+        self._progress = progress
+        self.docids = load_docids(self.path, self._reader)
+        self._doc_index = {docid: i for i, docid in enumerate(self.docids.tolist())}
+
+    @functools.cached_property
+    def doc_lengths(self) -> np.ndarray:
+        """Document lengths as Lucene's BM25 sees them: the decoded length norms (cached)."""
+        path = _cache_file(self.path, "lengths")
+        if path.is_file():
+            return np.load(path, allow_pickle=False)
+        lengths = np.zeros(self._reader.maxDoc())
+        for leaf in to_python_list(self._reader.leaves()):
+            leaf_reader, base = leaf.reader(), leaf.docBase
+            norms = leaf_reader.getNormValues(FIELD)
+            for local in range(leaf_reader.maxDoc()):
+                lengths[base + local] = LENGTH_TABLE[norms.longValue() & 0xFF] if norms.advanceExact(local) else 0.0
+        _save_cached(path, lengths)
+        return lengths
+
+    # -- the cached document x term matrix --------------------------------------------------
+    @functools.cached_property
+    def _vectors(self) -> tuple[np.ndarray, sp.csr_matrix]:
+        path = self.path / CACHE_FOLDER / f"vectors-v{CACHE_VERSION}.npz"
+        if path.is_file():
+            data = np.load(path, allow_pickle=False)
+            return data["terms"], sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
+        terms, matrix = self._read_vectors()
+        try:
+            with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+                np.savez(handle, terms=terms, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
+                         shape=np.array(matrix.shape))
+        except OSError as error:  # a read-only index still works, only uncached
+            print(f"clirplug: cannot cache index statistics in {path.parent} ({error})", file=sys.stderr)
+        return terms, matrix
+
+    @property
+    def terms(self) -> np.ndarray:
+        """The index terms, one per column of :attr:`matrix`."""
+        return self._vectors[0]
+
+    @property
+    def matrix(self) -> sp.csr_matrix:
+        """Document × term frequency matrix (rows: Lucene's document order, columns: :attr:`terms`)."""
+        return self._vectors[1]
+
+    def _read_vectors(self) -> tuple[np.ndarray, sp.csr_matrix]:
+        from tqdm import tqdm
+
+        vocabulary: dict[str, int] = {}
+        rows, cols, vals = [], [], []
+        for lucene_docid, docid in enumerate(tqdm(self.docids.tolist(), desc="reading document vectors", unit=" docs",
+                                                  disable=not self._progress, file=sys.stderr)):
+            vector = _parse_vector(self._utils.getDocumentVector(self._reader, docid).toString())
+            rows.append(np.full(len(vector), lucene_docid, dtype=np.int32))
+            cols.append(np.fromiter((vocabulary.setdefault(t, len(vocabulary)) for t in vector), np.int32, len(vector)))
+            vals.append(np.fromiter(vector.values(), np.float32, len(vector)))
+        matrix = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                               shape=(len(self.docids), len(vocabulary)), dtype=np.float32)
+        return np.array(list(vocabulary)), matrix
+
+    @functools.cached_property
+    def matrix_csc(self) -> sp.csc_matrix:
+        """:attr:`matrix` in column order, for postings."""
+        return self.matrix.tocsc()
+
+    @functools.cached_property
+    def term_ids(self) -> dict[str, int]:
+        """Column of each index term in :attr:`matrix`."""
+        return {term: i for i, term in enumerate(self.terms.tolist())}
+
+    @functools.cached_property
+    def doc_freqs(self) -> np.ndarray:
+        """Document frequency of each column of :attr:`matrix`."""
+        return np.diff(self.matrix_csc.indptr)
+
+    # -- look-ups -------------------------------------------------------------------------------
+    def doc_index(self, docid: str) -> int:
+        """Lucene's internal number of the document ``docid``."""
+        try:
+            return self._doc_index[docid]
+        except KeyError:
+            raise ClirplugError(f"{self.path}: no document with id {docid!r}") from None
+
+    def term_columns(self, terms) -> np.ndarray:
+        """Column of each analyzed term in :attr:`matrix` (-1 for terms absent from the index)."""
+        return np.array([self.term_ids.get(t, -1) for t in terms], dtype=np.int64)
+
+    def df(self, terms) -> np.ndarray:
+        """Document frequencies of analyzed ``terms`` (0 for unknown terms)."""
+        cols = self.term_columns(terms)
+        return np.where(cols >= 0, self.doc_freqs[np.maximum(cols, 0)], 0)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Internal document numbers and term frequencies of one analyzed ``term``."""
+        col = self.term_ids.get(term)
+        if col is None:
+            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+        start, end = self.matrix_csc.indptr[col], self.matrix_csc.indptr[col + 1]
+        return self.matrix_csc.indices[start:end], self.matrix_csc.data[start:end]
+
+    def tf_matrix(self, terms) -> sp.csc_matrix:
+        """Document × term frequency matrix for ``terms`` (all-zero columns for unknown terms)."""
+        cols = self.term_columns(terms)
+        known = self.matrix_csc[:, np.maximum(cols, 0)]
+        return (known @ sp.diags((cols >= 0).astype(np.float32))).tocsc()
+
+    def doc_vector(self, docid: str) -> dict[str, int]:
+        """Analyzed term frequencies of the document ``docid``."""
+        row = self.matrix.getrow(self.doc_index(docid))
+        return {str(self.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
+
+    def idf(self, df) -> np.ndarray:
+        """Lucene's BM25 idf, ``log(1 + (N - df + 0.5) / (df + 0.5))``."""
+        df = np.asarray(df, dtype=np.float64)
+        return np.log1p((self.num_docs - df + 0.5) / (df + 0.5))
+
+    def bm25_tf(self, tf, k1: float, b: float, docs=None):
+        """Lucene's BM25 tf saturation ``tf / (tf + k1 (1 - b + b dl / avgdl))`` for a docs × terms tf array.
+
+        ``tf`` is dense or scipy.sparse with one row per document of ``docs``
+        (internal numbers; all documents when omitted).
+        """
+        lengths = self.doc_lengths if docs is None else self.doc_lengths[docs]
+        norm = k1 * (1 - b + b * lengths / self.avg_doc_length)
+        if sp.issparse(tf):
+            tf = tf.tocoo()
+            values = tf.data / (tf.data + norm[tf.row])
+            return sp.csr_matrix((values, (tf.row, tf.col)), shape=tf.shape)
+        tf = np.asarray(tf, dtype=np.float64)
+        return tf / (tf + norm[:, None])
+
+    # -- analysis -------------------------------------------------------------------------------
+    @functools.cached_property
+    def _analyzer(self):
+        from clirplug.lucene.search import analyzer_for
+
+        return analyzer_for(self.language)
+
+    @functools.lru_cache(maxsize=100_000)
+    def analyze(self, text: str) -> tuple[str, ...]:
+        """The index terms of ``text``, analyzed by Lucene exactly as the index was."""
+        return tuple(to_python_list(jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, text)))
+
+    def close(self):
+        self._reader.close()

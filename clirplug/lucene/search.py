@@ -1,0 +1,107 @@
+"""BM25 search over Lucene, ranked exactly as Anserini's ``SimpleSearcher`` ranks.
+
+The query is built by Anserini's ``BagOfWordsQueryGenerator`` and run by Lucene's
+``IndexSearcher`` with ``BM25Similarity``, sorted by score then docid as
+``SimpleSearcher`` sorts. Anserini's score-ties adjustment (scores rounded to 1e-4,
+ties lowered by 1e-6 each) is applied here exactly as Java computes it, so scores and
+ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which makes a
+query several times faster than through ``SimpleSearcher``.
+"""
+
+import functools
+import sys
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from clirplug.lucene._jvm import jclass
+from clirplug.lucene.index import check_index, index_metadata
+from clirplug.lucene.reader import FIELD, load_docids
+
+# Anserini's BM25 defaults (the values of its regression docs).
+DEFAULT_K1 = 0.9
+DEFAULT_B = 0.4
+
+
+def analyzer_for(language: str):
+    """The Lucene analyzer Anserini indexes ``language`` with."""
+    if language == "en":
+        return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+    return jclass("io.anserini.analysis.AnalyzerMap").getLanguageSpecificAnalyzer(language)
+
+
+def anserini_score_ties(scores) -> np.ndarray:
+    """Anserini's ``ScoreTiesAdjusterReranker``, computed as Java computes it.
+
+    Each float32 score is rounded to 1e-4 (in double, then back to float); a score
+    within 1e-4 of the previous (already adjusted) one is lowered by 1e-6 per tie, so
+    that the file's scores keep Lucene's order (score, then docid) in any tool.
+    """
+    f32 = np.float32
+    scaled = np.asarray(scores, dtype=f32).astype(np.float64) * 1e4
+    rounded = np.floor(scaled)
+    rounded += (scaled - rounded) >= 0.5  # Math.round(double): half up
+    adjusted = (rounded / 1e4).astype(f32)
+    dup = 0
+    for i in range(1, len(adjusted)):
+        if adjusted[i - 1] - adjusted[i] > f32(1e-4):
+            dup = 0
+        else:
+            dup += 1
+            adjusted[i] = adjusted[i] - f32(1e-6) * f32(dup)
+    return adjusted
+
+
+class Bm25Searcher:
+    """BM25 over one Lucene index with the analyzer the index was built with."""
+
+    def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        self.index = check_index(index)
+        self.language = index_metadata(self.index)["language"]
+        self.k1, self.b = k1, b
+        self._reader = jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.index))
+        self._searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
+        self._searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+        self._analyzer = analyzer_for(self.language)
+        self._generator = jclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        self._sort = jclass("io.anserini.search.SimpleSearcher").BREAK_SCORE_TIES_BY_DOCID  # score, then id
+        self.docids = load_docids(self.index, self._reader)
+
+    def search_query(self, query, hits: int = 1000) -> list[tuple[str, float]]:
+        """Top ``hits`` (docid, score) pairs of a Lucene ``Query`` object, ranked as Anserini ranks them."""
+        top = self._searcher.search(query, hits, self._sort, True).scoreDocs
+        if len(top) == 0:
+            return []
+        docids = [str(self.docids[hit.doc]) for hit in top]
+        scores = anserini_score_ties(np.fromiter((hit.score for hit in top), dtype=np.float32, count=len(top)))
+        return list(zip(docids, scores.astype(np.float64).tolist()))
+
+    def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
+        """Top ``hits`` (docid, score) pairs for a bag-of-words ``query``; [] when it analyzes to nothing."""
+        if not query.strip():
+            return []
+        lucene_query = self._generator.buildQuery(FIELD, self._analyzer, query)
+        return self.search_query(lucene_query, hits)
+
+    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True) -> pd.DataFrame:
+        """Search every ``qid -> text`` of ``queries``; a run frame with columns qid, docid, rank, score."""
+        from tqdm import tqdm
+
+        rows = []
+        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr):
+            rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(self.search(text, hits), 1))
+        return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+
+    def close(self):
+        self._reader.close()
+
+
+def bm25_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+                progress: bool = True) -> pd.DataFrame:
+    """BM25 run for ``queries`` (``qid -> text``) over ``index``: a frame qid, docid, rank, score."""
+    searcher = Bm25Searcher(index, k1, b)
+    try:
+        return searcher.search_all(queries, hits, progress)
+    finally:
+        searcher.close()

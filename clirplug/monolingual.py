@@ -1,0 +1,24 @@
+"""The monolingual ceiling: query with the English mate's own title (the relevance-2 document)."""
+
+from clirplug.corpus import read_corpus
+from clirplug.errors import ClirplugError
+
+MATE_RELEVANCE = 2
+
+
+def mate_title_queries(qrels, corpus) -> dict[str, str]:
+    """``qid -> title`` of each query's mate, the document judged relevance 2.
+
+    Queries without a mate are left out; a query with several mates uses the first
+    in qrels order. Raises when a mate is missing from the corpus.
+    """
+    mates = qrels[qrels["relevance"] == MATE_RELEVANCE].drop_duplicates("qid")
+    wanted = dict(zip(mates["docid"], mates["qid"]))
+    titles = {}
+    for doc in read_corpus(corpus):
+        if doc.id in wanted:
+            titles[doc.id] = doc.title or doc.contents[:200]
+    missing = sorted(set(wanted) - set(titles))
+    if missing:
+        raise ClirplugError(f"{corpus}: {len(missing)} mate documents of the qrels are not in the corpus, e.g. {missing[0]!r}")
+    return {qid: titles[docid] for docid, qid in sorted(wanted.items(), key=lambda item: item[1])}

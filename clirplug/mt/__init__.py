@@ -1,0 +1,1 @@
+"""Machine translation for query translation: alignment, grammars, language model, decoding."""

@@ -1,0 +1,399 @@
+"""Hierarchical phrase-based decoding: CKY+ parsing and LM integration by cube pruning.
+
+For a tokenized source sentence the decoder (Chiang 2007)
+
+1. matches every grammar source side against the sentence with a prefix trie of source
+   sides (CKY+: terminals match words, each nonterminal covers one or more words of an ``X``
+   span; rules with nonterminals span at most ``max_span`` words, cdec's default 10);
+2. builds the chart bottom-up by span length: ``X`` cells from the grammar, a pass-through
+   rule ``X -> <f, f>`` (feature ``PassThrough``) for every word no one-word rule covers, and
+   glue cells ``S(0, j)`` from ``S -> X`` and ``S -> S X`` (feature ``Glue``);
+3. integrates the n-gram LM by cube pruning (Chiang 2007, §5.4; Huang & Chiang 2007): in each
+   cell the candidates ``(rule, tail hypotheses)`` of every rule group are explored best
+   first, up to ``pop_limit`` pops per cell; a popped candidate is scored exactly (its LM
+   increment included) and recombined with the cell's hypotheses of equal LM state;
+4. returns the +LM forest (:class:`~clirplug.mt.hypergraph.Hypergraph`): one node per
+   recombined hypothesis, one edge per popped candidate, and a goal edge per ``S(0, n)``
+   hypothesis that adds ``<s>`` and ``</s>``.
+
+LM state. A hypothesis with yield ``w_1..w_m`` keeps its first ``min(m, n-1)`` words, whose
+probabilities need left context not known yet (their null-context score only guides the
+search), and kenlm's ``State`` after its last words; every other word is scored exactly
+inside the hypothesis. Combining hypotheses rescores the kept words of each tail in their new
+context; the goal edge scores what is left after ``<s>``. The LM feature of a derivation is
+therefore exactly kenlm's ``score(yield, bos=True, eos=True)`` (log10), and the Viterbi
+derivation's forest score equals its score recomputed from scratch.
+
+Scores are linear ``w·f`` (see :mod:`clirplug.mt.features`). Rules with no source terminal
+(unary or pure glue rules of another decoder) are skipped. An empty sentence has one
+derivation, the empty translation.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from clirplug.errors import ClirplugError
+from clirplug.mt.features import (
+    DEFAULT_WEIGHTS,
+    GLUE,
+    LANGUAGE_MODEL,
+    PASS_THROUGH,
+    WORD_PENALTY,
+    read_weights,
+)
+from clirplug.mt.grammar import Rule, is_nonterminal, nt_index, read_grammar
+from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
+from clirplug.mt.kbest import kbest
+
+DEFAULT_POP_LIMIT = 200  # cdec's default cube pruning pop limit (-k 200)
+DEFAULT_MAX_SPAN = 10  # cdec's default maximum span of a rule with nonterminals
+
+GLUE_TOP = Rule("S", ("[X,1]",), ("[X,1]",))
+GLUE_LEFT = Rule("S", ("[S,1]", "[X,2]"), ("[S,1]", "[X,2]"), ((GLUE, 1.0),))
+
+
+class Translation(NamedTuple):
+    """One translation: target words, model score, features, ``(source, target)`` word links
+    and the rules of its derivation in pre-order (glue and pass-through rules included)."""
+
+    words: tuple[str, ...]
+    score: float
+    features: dict[str, float]
+    alignment: tuple[tuple[int, int], ...]
+    rules: tuple[Rule, ...]
+
+
+class _Compiled:
+    """A rule prepared for decoding under fixed weights."""
+
+    __slots__ = ("rule", "template", "features", "static", "priority", "links")
+
+    def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _LanguageModel):
+        self.rule = rule
+        template: list[str | int] = []
+        for token in rule.tgt:
+            template.append(nt_index(token) - 1 if is_nonterminal(token) else token)
+        self.template = tuple(template)
+        words = [t for t in template if isinstance(t, str)]
+        features = rule.feature_dict()
+        if words:
+            features[WORD_PENALTY] = features.get(WORD_PENALTY, 0.0) - len(words)
+        self.features = features
+        self.static = sum(weights.get(name, 0.0) * value for name, value in features.items())
+        self.priority = self.static + weights.get(LANGUAGE_MODEL, 0.0) * lm.estimate(words)
+        src_terminal = [not is_nonterminal(t) for t in rule.src]
+        self.links = tuple((s, t) for s, t in rule.alignment if src_terminal[s] and isinstance(template[t], str))
+
+
+class _Hypothesis:
+    """A +LM chart item: its forest node, Viterbi inside score and LM state."""
+
+    __slots__ = ("node", "score", "pending", "state", "full")
+
+    def __init__(self, node, score, pending, state, full):
+        self.node, self.score, self.pending, self.state, self.full = node, score, pending, state, full
+
+
+class _LanguageModel:
+    """kenlm scoring with Chiang's (2007, §5.3) split of a yield into pending and scored words."""
+
+    def __init__(self, model):
+        import kenlm
+
+        self.model = model
+        self.new_state = kenlm.State
+        self.context = model.order - 1 if model is not None else 0
+        if model is not None:
+            self.null, self.bos = kenlm.State(), kenlm.State()
+            model.NullContextWrite(self.null)
+            model.BeginSentenceWrite(self.bos)
+
+    def estimate(self, words: Sequence[str]) -> float:
+        """Null-context log10 score of ``words`` (a search heuristic only)."""
+        if self.model is None or not words:
+            return 0.0
+        return self.model.score(" ".join(words), bos=False, eos=False)
+
+    def combine(self, template, tails):
+        """``(increment, pending words, right state, full, estimate)`` of applying ``template``."""
+        if self.model is None:
+            return 0.0, (), None, True, 0.0
+        score, new_state, context = self.model.BaseScore, self.new_state, self.context
+        state, count, increment, estimate, pending = self.null, 0, 0.0, 0.0, []
+        for item in template:
+            if item.__class__ is str:
+                words, tail = (item,), None
+            else:
+                tail = tails[item]
+                words = tail.pending
+            for word in words:
+                out = new_state()
+                p = score(state, word, out)
+                state = out
+                if count < context:
+                    pending.append(word)
+                    estimate += p
+                else:
+                    increment += p
+                count += 1
+            if tail is not None and tail.full:
+                state = tail.state
+        return increment, tuple(pending), state, count >= context, estimate
+
+    def finish(self, hypothesis: _Hypothesis) -> float:
+        """The LM increment of closing ``hypothesis`` with ``<s>`` and ``</s>``."""
+        if self.model is None:
+            return 0.0
+        state, total = self.bos, 0.0
+        for word in hypothesis.pending:
+            out = self.new_state()
+            total += self.model.BaseScore(state, word, out)
+            state = out
+        if hypothesis.full:
+            state = hypothesis.state
+        return total + self.model.BaseScore(state, "</s>", self.new_state())
+
+
+class _TrieNode:
+    __slots__ = ("next", "nt", "src")
+
+    def __init__(self):
+        self.next: dict[str, _TrieNode] = {}
+        self.nt: _TrieNode | None = None
+        self.src: tuple[str, ...] | None = None
+
+
+class Decoder:
+    """A synchronous CFG decoder with cube-pruned LM integration (see the module docstring).
+
+    Parameters
+    ----------
+    rules : iterable of Rule
+        A flat or hierarchical grammar (:mod:`clirplug.mt.grammar`); every rule is an ``X`` rule.
+    lm : kenlm.Model or path, optional
+        The target n-gram LM; without one the forest has no LM feature and no LM state.
+    weights : mapping, optional
+        Feature weights; missing ones take :data:`~clirplug.mt.features.DEFAULT_WEIGHTS`.
+    pop_limit : int
+        Cube pruning pops per chart cell (cdec's ``-k``, default 200).
+    max_span : int
+        Longest span of a rule with nonterminals (default 10, as cdec).
+    """
+
+    def __init__(self, rules: Iterable[Rule], lm=None, weights: Mapping[str, float] | None = None,
+                 pop_limit: int = DEFAULT_POP_LIMIT, max_span: int = DEFAULT_MAX_SPAN):
+        if pop_limit < 1:
+            raise ClirplugError(f"pop limit must be at least 1, got {pop_limit}")
+        if max_span < 1:
+            raise ClirplugError(f"max span must be at least 1, got {max_span}")
+        if isinstance(lm, (str, Path)):
+            lm = load_lm(lm)
+        self.lm = _LanguageModel(lm)
+        self.pop_limit, self.max_span = pop_limit, max_span
+        self.rules_by_src: dict[tuple[str, ...], list[Rule]] = {}
+        self.trie = _TrieNode()
+        for rule in rules:
+            if all(is_nonterminal(t) for t in rule.src):
+                continue
+            group = self.rules_by_src.get(rule.src)
+            if group is None:
+                group = self.rules_by_src[rule.src] = []
+                self._insert(rule.src)
+            group.append(rule)
+        self.set_weights(weights or {})
+
+    def _insert(self, src: tuple[str, ...]) -> None:
+        node = self.trie
+        for token in src:
+            if is_nonterminal(token):
+                if node.nt is None:
+                    node.nt = _TrieNode()
+                node = node.nt
+            else:
+                node = node.next.setdefault(token, _TrieNode())
+        node.src = src
+
+    def set_weights(self, weights: Mapping[str, float]) -> None:
+        """Use ``weights`` (over :data:`DEFAULT_WEIGHTS`) from now on."""
+        self.weights = {**DEFAULT_WEIGHTS, **weights}
+        self._compiled: dict[tuple[str, ...], list[_Compiled]] = {}
+        self._tail_order: dict[tuple[str, ...], tuple[int, ...]] = {}
+        self._glue_top = [_Compiled(GLUE_TOP, self.weights, self.lm)]
+        self._glue_left = [_Compiled(GLUE_LEFT, self.weights, self.lm)]
+
+    def _rules_for(self, src):
+        compiled = self._compiled.get(src)
+        if compiled is None:
+            compiled = [_Compiled(rule, self.weights, self.lm) for rule in self.rules_by_src[src]]
+            compiled.sort(key=lambda c: -c.priority)
+            self._compiled[src] = compiled
+            nts = [nt_index(t) for t in src if is_nonterminal(t)]
+            # tail k-1 is the span of the source nonterminal [X,k]
+            self._tail_order[src] = tuple(nts.index(k) for k in range(1, len(nts) + 1))
+        return compiled, self._tail_order[src]
+
+    @classmethod
+    def from_model(cls, model_dir, kind: str = "hiero", weights: Mapping[str, float] | None = None,
+                   **options) -> Decoder:
+        """The decoder of a model folder: ``grammar.<kind>.gz``, ``lm.arpa`` and, unless
+        ``weights`` are given, the tuned ``weights.<kind>`` when present (see ``docs/models.md``)."""
+        model_dir = Path(model_dir)
+        if weights is None:
+            tuned = model_dir / f"weights.{kind}"
+            weights = read_weights(tuned) if tuned.is_file() else {}
+        return cls(read_grammar(model_dir / f"grammar.{kind}.gz"), load_lm(model_dir / "lm.arpa"), weights, **options)
+
+    # ------------------------------------------------------------------ parsing
+
+    def _applications(self, tokens: Sequence[str]) -> dict[tuple[int, int], list]:
+        """Every match of a source side: ``span -> [(src, elements)]``, an element being the
+        word position of a terminal or the ``(start, end)`` span of a nonterminal."""
+        n, found = len(tokens), {}
+        for i in range(n):
+            limit = min(n, i + self.max_span)
+            stack = [(self.trie, i, (), False)]
+            while stack:
+                node, p, elements, has_nt = stack.pop()
+                if node.src is not None:
+                    found.setdefault((i, p), []).append((node.src, elements))
+                if p < n and (not has_nt or p < limit):
+                    child = node.next.get(tokens[p])
+                    if child is not None:
+                        stack.append((child, p + 1, elements + (p,), has_nt))
+                if node.nt is not None:
+                    for q in range(p + 1, limit + 1):
+                        stack.append((node.nt, q, elements + ((p, q),), True))
+        return found
+
+    def forest(self, tokens: Sequence[str]) -> Hypergraph:
+        """The pruned +LM forest of ``tokens`` (see the module docstring)."""
+        tokens = list(tokens)
+        n = len(tokens)
+        builder = HypergraphBuilder()
+        goal = builder.add_node(("GOAL", 0, n))
+        if n == 0:
+            empty = _Hypothesis(None, 0.0, (), None, False)
+            builder.add_edge(goal, (), self._lm_features({}, self.lm.finish(empty)))
+            return builder.build(goal)
+        applications = self._applications(tokens)
+        cells: dict[tuple[str, int, int], list[_Hypothesis]] = {}
+        for length in range(1, n + 1):
+            for i in range(n - length + 1):
+                j = i + length
+                groups = []
+                for src, elements in applications.get((i, j), ()):
+                    compiled, order = self._rules_for(src)
+                    spans = [e for e in elements if e.__class__ is tuple]
+                    tails = tuple(cells.get(("X",) + spans[k]) for k in order)
+                    if all(tails):
+                        groups.append((compiled, tails, elements))
+                if length == 1 and not groups:  # an unknown word: copy it
+                    word = tokens[i]
+                    rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
+                    groups.append(([_Compiled(rule, self.weights, self.lm)], (), (i,)))
+                if groups:
+                    cells[("X", i, j)] = self._cube(("X", i, j), groups, builder)
+            glue = []
+            if ("X", 0, length) in cells:
+                glue.append((self._glue_top, (cells[("X", 0, length)],), ()))
+            for k in range(1, length):
+                left, right = cells.get(("S", 0, k)), cells.get(("X", k, length))
+                if left and right:
+                    glue.append((self._glue_left, (left, right), ()))
+            cells[("S", 0, length)] = self._cube(("S", 0, length), glue, builder)
+        for hypothesis in cells[("S", 0, n)]:
+            builder.add_edge(goal, (hypothesis.node,), self._lm_features({}, self.lm.finish(hypothesis)), (0,))
+        return builder.build(goal)
+
+    def _lm_features(self, features: dict, increment: float) -> dict:
+        if self.lm.model is not None:
+            features = dict(features)
+            features[LANGUAGE_MODEL] = features.get(LANGUAGE_MODEL, 0.0) + increment
+        return features
+
+    def _cube(self, cell, groups, builder) -> list[_Hypothesis]:
+        """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first."""
+        lm, lm_weight = self.lm, self.weights.get(LANGUAGE_MODEL, 0.0)
+        heap: list = []
+        seen: set = set()
+        counter = 0
+
+        def push(g, ranks):
+            nonlocal counter
+            compiled, tails, _elements = groups[g]
+            rule = compiled[ranks[0]]
+            chosen = tuple(tail[r] for tail, r in zip(tails, ranks[1:]))
+            increment, pending, state, full, estimate = lm.combine(rule.template, chosen)
+            score = rule.static + lm_weight * increment + sum(h.score for h in chosen)
+            counter += 1
+            heapq.heappush(heap, (-(score + lm_weight * estimate), counter, g, ranks, score, increment,
+                                  pending, state, full, rule, chosen))
+
+        for g in range(len(groups)):
+            ranks = (0,) * (1 + len(groups[g][1]))
+            seen.add((g, ranks))
+            push(g, ranks)
+        hypotheses: dict = {}
+        pops = 0
+        while heap and pops < self.pop_limit:
+            _, _, g, ranks, score, increment, pending, state, full, rule, chosen = heapq.heappop(heap)
+            pops += 1
+            key = (pending, state)
+            hypothesis = hypotheses.get(key)
+            if hypothesis is None:
+                node = builder.add_node(cell + (len(hypotheses),))
+                hypothesis = hypotheses[key] = _Hypothesis(node, score, pending, state, full)
+            elif score > hypothesis.score:
+                hypothesis.score = score
+            elements = groups[g][2]
+            builder.add_edge(hypothesis.node, tuple(h.node for h in chosen),
+                             self._lm_features(rule.features, increment), rule.template,
+                             tuple((elements[s], t) for s, t in rule.links), rule.rule)
+            limits = (len(groups[g][0]),) + tuple(len(t) for t in groups[g][1])
+            for d in range(len(ranks)):
+                if ranks[d] + 1 < limits[d]:
+                    successor = ranks[:d] + (ranks[d] + 1,) + ranks[d + 1:]
+                    if (g, successor) not in seen:
+                        seen.add((g, successor))
+                        push(g, successor)
+        return sorted(hypotheses.values(), key=lambda h: -h.score)
+
+    # ------------------------------------------------------------------ output
+
+    def translate(self, tokens: Sequence[str], nbest: int = 1) -> list[Translation]:
+        """The ``nbest`` best translations of ``tokens`` (derivations; yields may repeat)."""
+        forest = self.forest(tokens)
+        return translations(forest, kbest(forest, self.weights, nbest))
+
+
+def translations(forest: Hypergraph, derivations) -> list[Translation]:
+    """Read each derivation of ``forest`` out as a :class:`Translation`."""
+    out = []
+    for derivation in derivations:
+        words, links = forest.derivation_yield(derivation)
+        rules = tuple(forest.rules[e] for e in forest.derivation_edges(derivation) if forest.rules[e] is not None)
+        out.append(Translation(words, derivation.score, forest.derivation_features(derivation), links, rules))
+    return out
+
+
+def load_lm(path):
+    """Load an ARPA or kenlm binary LM with kenlm.
+
+    Raises
+    ------
+    ClirplugError
+        When the file is missing or kenlm cannot read it.
+    """
+    import kenlm
+
+    path = Path(path)
+    if not path.is_file():
+        raise ClirplugError(f"{path}: no such language model file")
+    try:
+        return kenlm.Model(str(path))
+    except (OSError, RuntimeError) as error:
+        raise ClirplugError(f"{path}: kenlm cannot read the language model: {error}") from error

@@ -1,0 +1,88 @@
+"""Decoder feature names, default weights and weights files.
+
+A derivation's model score is the linear ``w·f = Σ_k w_k f_k`` (Chiang 2007, eq. 2) over
+
+=============== ========================================================================
+LanguageModel   ``log10 p(e)`` of the target words with ``<s>``/``</s>`` (kenlm, log10)
+WordPenalty     ``-1`` per target word (cdec's sign: a positive weight favours short output)
+Glue            ``1`` per application of the glue rule ``S -> S X``
+PassThrough     ``1`` per source word copied untranslated (no grammar rule covers it)
+EgivenF ...     the grammar's own features (``clirplug.mt.extract.FEATURES``: ``-log10``
+                costs and ``log10`` counts), or cdec's positional features ``0``, ``1``...
+=============== ========================================================================
+
+Scores are thus in the LM's log10 units. The default weights below are a starting point for
+tuning (:mod:`clirplug.mt.tune`), not tuned values: costs weigh ``-0.5`` (the grammar helper's
+``-log10`` probabilities), counts ``0``, the LM ``1`` and each untranslated word ``-1`` (a
+tenth of a typical LM ``<unk>`` cost). A weights file has one ``name value`` pair a line, as
+cdec's; ``#`` starts a comment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError, where
+
+LANGUAGE_MODEL = "LanguageModel"
+WORD_PENALTY = "WordPenalty"
+GLUE = "Glue"
+PASS_THROUGH = "PassThrough"
+DECODER_FEATURES = (LANGUAGE_MODEL, WORD_PENALTY, GLUE, PASS_THROUGH)
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    LANGUAGE_MODEL: 1.0,
+    WORD_PENALTY: 0.0,
+    GLUE: 0.0,
+    PASS_THROUGH: -1.0,
+    "EgivenF": -0.5,
+    "FgivenE": -0.5,
+    "LexEgivenF": -0.5,
+    "LexFgivenE": -0.5,
+    "CountEF": 0.0,
+    "CountF": 0.0,
+}
+
+
+def read_weights(path) -> dict[str, float]:
+    """Read a weights file (``name value`` a line).
+
+    Raises
+    ------
+    ClirplugError
+        Naming the file and line of a malformed, non-finite or repeated entry.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ClirplugError(f"{path}: no such weights file") from None
+    weights: dict[str, float] = {}
+    for lineno, line in enumerate(lines, 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ClirplugError(f"{where(path, lineno)}: expected 'name value', got {line.strip()!r}")
+        try:
+            value = float(fields[1])
+        except ValueError:
+            raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not finite")
+        if fields[0] in weights:
+            raise ClirplugError(f"{where(path, lineno)}: feature {fields[0]!r} appears twice")
+        weights[fields[0]] = value
+    return weights
+
+
+def write_weights(weights: Mapping[str, float], path, comment: str = "") -> None:
+    """Write ``weights`` sorted by name, atomically; ``comment`` becomes ``#`` header lines."""
+    with atomic_open(path) as out:
+        for line in comment.splitlines():
+            out.write(f"# {line}\n")
+        for name in sorted(weights):
+            out.write(f"{name} {float(weights[name])!r}\n")

@@ -1,0 +1,322 @@
+"""Synchronous grammar rules in the Moses/cdec text format: reading, writing, pruning, filtering.
+
+One rule a line, fields separated by ``|||``::
+
+    [X] ||| [X,1] nestlé ||| [X,1] nestl ||| EgivenFCoherent=0.23 SampleCountF=1.3 ||| 1-1
+
+The fields are the left-hand side, the source side, the target side, the features and the
+word alignment (``i-j`` pairs over all tokens of the source and target sides, nonterminals
+included). A flat phrase table is the special case without nonterminals (Ture & Lin), so one
+decoder serves flat and hierarchical (Chiang 2007) grammars alike. Also read: cdec's 4-field
+form without the left-hand side (``[X,1] nestlé ||| [X,1] nestl ||| 0.23 1.30 ||| 1-1``; the
+left-hand side is then ``X``), positional (unnamed) feature values, and Moses phrase tables
+(``src ||| tgt ||| scores ||| align ||| counts``; fields after the alignment are ignored).
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import io
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError
+
+NONTERMINAL = re.compile(r"^\[([^\],]+)(?:,(\d+))?\]$")  # "[X]", "[X,1]", "[S,2]"
+FIELD_SEPARATOR = " ||| "
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_nonterminal(token: str) -> bool:
+    """Whether ``token`` is a nonterminal such as ``[X]`` or ``[X,1]``."""
+    return NONTERMINAL.match(token) is not None
+
+
+def nt_index(token: str) -> int:
+    """The link index of a nonterminal: ``"[X,2]" -> 2``.
+
+    A target nonterminal ``[X,k]`` is rewritten by the same subderivation as the source
+    nonterminal ``[X,k]``. Raises ``ValueError`` for a terminal or an unindexed ``[X]``.
+    """
+    match = NONTERMINAL.match(token)
+    if match is None or match.group(2) is None:
+        raise ValueError(f"not an indexed nonterminal: {token!r}")
+    return int(match.group(2))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One synchronous rule ``lhs -> <src, tgt>`` with its features and word alignment.
+
+    Attributes
+    ----------
+    lhs : str
+        Left-hand side without brackets, e.g. ``"X"``.
+    src, tgt : tuple of str
+        Tokens exactly as in the file; nonterminals are ``[X,k]`` and a target ``[X,k]``
+        refers to the source nonterminal with the same index ``k``.
+    features : tuple of (str, float)
+        ``(name, value)`` pairs in file order; positional values are named ``"0"``, ``"1"``...
+    alignment : tuple of (int, int)
+        ``(source position, target position)`` pairs over all tokens of ``src`` and ``tgt``.
+    """
+
+    lhs: str
+    src: tuple[str, ...]
+    tgt: tuple[str, ...]
+    features: tuple[tuple[str, float], ...] = ()
+    alignment: tuple[tuple[int, int], ...] = ()
+
+    def feature_dict(self) -> dict[str, float]:
+        """The features as a ``name -> value`` dict."""
+        return dict(self.features)
+
+    @property
+    def arity(self) -> int:
+        """The number of nonterminals (0 for a flat phrase pair)."""
+        return sum(1 for token in self.src if is_nonterminal(token))
+
+
+def _parse_features(field: str, where: str) -> tuple[tuple[str, float], ...]:
+    features = []
+    positional = 0
+    for item in field.split():
+        name, equals, value = item.rpartition("=")
+        if not equals:
+            name = str(positional)
+            positional += 1
+        elif not name or name.isdigit():
+            raise ClirplugError(f"{where}: bad feature {item!r}: expected NAME=VALUE or VALUE")
+        try:
+            features.append((name, float(value)))
+        except ValueError:
+            raise ClirplugError(f"{where}: bad feature value {item!r}: expected a number") from None
+    return tuple(features)
+
+
+def _parse_alignment(field: str, n_src: int, n_tgt: int, where: str) -> tuple[tuple[int, int], ...]:
+    links = []
+    for item in field.split():
+        i, dash, j = item.partition("-")
+        if not dash or not i.isdigit() or not j.isdigit():
+            raise ClirplugError(f"{where}: bad alignment link {item!r}: expected I-J")
+        link = (int(i), int(j))
+        if link[0] >= n_src or link[1] >= n_tgt:
+            raise ClirplugError(f"{where}: alignment link {item!r} is outside the rule ({n_src} source, {n_tgt} target tokens)")
+        links.append(link)
+    return tuple(links)
+
+
+def _check_nonterminals(src: tuple[str, ...], tgt: tuple[str, ...], where: str) -> None:
+    src_links, tgt_links = [], []
+    for side, links in ((src, src_links), (tgt, tgt_links)):
+        for token in side:
+            if is_nonterminal(token):
+                if NONTERMINAL.match(token).group(2) is None:
+                    raise ClirplugError(f"{where}: nonterminal {token!r} needs an index, as in [X,1]")
+                links.append(nt_index(token))
+    if sorted(src_links) != list(range(1, len(src_links) + 1)):
+        raise ClirplugError(f"{where}: source nonterminals must be indexed 1..{len(src_links)}, got {src_links}")
+    if sorted(tgt_links) != sorted(src_links):
+        raise ClirplugError(f"{where}: target nonterminals {tgt_links} do not match the source's {src_links}")
+
+
+def parse_rule(line: str, where: str = "") -> Rule:
+    """Parse one grammar line (cdec 5- or 4-field form, or a Moses phrase table line).
+
+    Raises
+    ------
+    ClirplugError
+        Naming ``where`` (e.g. ``"grammar.gz:12"``) when the line is malformed.
+    """
+    where = where or "rule"
+    fields = [field.strip() for field in line.rstrip("\n").split("|||")]
+    lhs = "X"
+    head = NONTERMINAL.match(fields[0])
+    if head is not None and head.group(2) is None:
+        lhs = head.group(1)
+        fields = fields[1:]
+        if len(fields) > 4:
+            raise ClirplugError(f"{where}: expected at most 5 '|||'-separated fields, got {len(fields) + 1}")
+    if len(fields) < 3:
+        raise ClirplugError(f"{where}: expected '[LHS] ||| source ||| target ||| features [||| alignment]'")
+    src, tgt = tuple(fields[0].split()), tuple(fields[1].split())
+    if not src or not tgt:
+        raise ClirplugError(f"{where}: empty {'source' if not src else 'target'} side")
+    _check_nonterminals(src, tgt, where)
+    features = _parse_features(fields[2], where)
+    alignment = _parse_alignment(fields[3], len(src), len(tgt), where) if len(fields) > 3 else ()
+    return Rule(lhs, src, tgt, features, alignment)
+
+
+def _format_value(value: float) -> str:
+    return repr(float(value))
+
+
+def format_rule(rule: Rule) -> str:
+    """The rule as one cdec 5-field line (without the newline); inverse of :func:`parse_rule`.
+
+    Positional features (named ``"0"``, ``"1"``...) are written as bare values, the others as
+    ``name=value``; values use Python's shortest round-tripping float form.
+    """
+    features = []
+    positional = 0
+    for name, value in rule.features:
+        if name.isdigit():
+            if int(name) != positional:
+                raise ValueError(f"positional feature {name!r} out of order in {rule}")
+            positional += 1
+            features.append(_format_value(value))
+        else:
+            features.append(f"{name}={_format_value(value)}")
+    alignment = " ".join(f"{i}-{j}" for i, j in rule.alignment)
+    return FIELD_SEPARATOR.join(
+        (f"[{rule.lhs}]", " ".join(rule.src), " ".join(rule.tgt), " ".join(features), alignment)
+    )
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as probe:
+        compressed = probe.read(2) == _GZIP_MAGIC
+    if compressed:
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_grammar(path) -> Iterator[Rule]:
+    """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClirplugError(f"{path}: no such grammar file")
+    with _open_text(path) as lines:
+        try:
+            for lineno, line in enumerate(lines, 1):
+                if line.strip():
+                    yield parse_rule(line, f"{path}:{lineno}")
+        except (UnicodeDecodeError, OSError, EOFError) as error:
+            raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
+
+
+def read_grammar(path) -> list[Rule]:
+    """Read a whole grammar file (see the module docstring for the accepted forms)."""
+    return list(iter_grammar(path))
+
+
+def write_grammar(rules: Iterable[Rule], path) -> None:
+    """Write ``rules`` one a line in the cdec 5-field form, atomically.
+
+    A path ending in ``.gz`` is gzip-compressed with a fixed header (no name, time 0), so
+    ``write(read(write(x)))`` gives byte-identical files.
+    """
+    path = Path(path)
+    with atomic_open(path, "wb") as raw:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+                _write_lines(rules, packed)
+        else:
+            _write_lines(rules, raw)
+
+
+def _write_lines(rules: Iterable[Rule], handle, batch: int = 10000) -> None:
+    lines = []
+    for rule in rules:
+        lines.append(format_rule(rule))
+        if len(lines) >= batch:
+            handle.write(("\n".join(lines) + "\n").encode("utf-8"))
+            lines = []
+    if lines:
+        handle.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def rule_score(rule: Rule, feature: str | Mapping[str, float]) -> float:
+    """The value of one feature, or the weighted sum ``Σ_k w_k f_k`` for a ``name -> weight`` map.
+
+    Absent features count as 0.
+    """
+    values = rule.feature_dict()
+    if isinstance(feature, str):
+        return values.get(feature, 0.0)
+    return sum(weight * values.get(name, 0.0) for name, weight in feature.items())
+
+
+def prune(
+    rules: Iterable[Rule], top_n: int, feature: str | Mapping[str, float], lower_is_better: bool = True
+) -> list[Rule]:
+    """Keep the ``top_n`` best targets for each source side ``(lhs, src)``.
+
+    Rules are ranked by :func:`rule_score`; by default lower is better, as for cdec's
+    ``-log10`` probability costs. Ties are broken by the target side, so the result does not
+    depend on the input order; the kept rules stay in input order.
+    """
+    if top_n < 1:
+        raise ClirplugError(f"top_n must be at least 1, got {top_n}")
+    rules = list(rules)
+    sign = 1.0 if lower_is_better else -1.0
+    groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    for position, rule in enumerate(rules):
+        groups.setdefault((rule.lhs, rule.src), []).append(position)
+    keep = []
+    for members in groups.values():
+        if len(members) <= top_n:
+            keep.extend(members)
+        else:
+            keep.extend(
+                heapq.nsmallest(top_n, members, key=lambda p: (sign * rule_score(rules[p], feature), rules[p].tgt))
+            )
+    return [rules[p] for p in sorted(keep)]
+
+
+def source_matches(src: tuple[str, ...], tokens: list[str] | tuple[str, ...]) -> bool:
+    """Whether the source side ``src`` can cover some span of ``tokens``.
+
+    Terminals must match in order, consecutive terminals contiguously, and each nonterminal
+    must cover at least one token (Chiang 2007, §3.1). Matching every terminal chunk at its
+    leftmost possible position decides this exactly (a greedy choice never blocks a later chunk).
+    """
+    chunks: list[tuple[int, tuple[str, ...]]] = []  # (nonterminals before the chunk, terminals)
+    gap, chunk = 0, []
+    for token in src:
+        if is_nonterminal(token):
+            if chunk:
+                chunks.append((gap, tuple(chunk)))
+                gap, chunk = 0, []
+            gap += 1
+        else:
+            chunk.append(token)
+    if chunk:
+        chunks.append((gap, tuple(chunk)))
+        gap = 0
+    position = 0
+    n = len(tokens)
+    for before, terminals in chunks:
+        start = position + before
+        width = len(terminals)
+        while start + width <= n and tuple(tokens[start : start + width]) != terminals:
+            start += 1
+        if start + width > n:
+            return False
+        position = start + width
+    return position + gap <= n
+
+
+def filter_for_sentence(rules: Iterable[Rule], tokens: list[str]) -> list[Rule]:
+    """The rules whose source side can match a span of ``tokens`` (see :func:`source_matches`).
+
+    Source sides are checked once each; a rule with a terminal absent from the sentence is
+    dropped without matching.
+    """
+    vocabulary = set(tokens)
+    verdicts: dict[tuple[str, ...], bool] = {}
+    kept = []
+    for rule in rules:
+        verdict = verdicts.get(rule.src)
+        if verdict is None:
+            verdict = all(is_nonterminal(t) or t in vocabulary for t in rule.src) and source_matches(rule.src, tokens)
+            verdicts[rule.src] = verdict
+        if verdict:
+            kept.append(rule)
+    return kept

@@ -1,0 +1,430 @@
+"""Directed acyclic hypergraphs (translation forests) and inference over them.
+
+A hypergraph (Huang & Chiang 2005, §2; Hieber & Riezler 2015, §3) has nodes and hyperedges;
+an edge ``e = (head, tails)`` derives ``head`` from its tail nodes and carries
+
+* a sparse feature vector (row ``e`` of the ``E × F`` matrix :attr:`Hypergraph.features`), so a
+  weight vector ``w`` scores every edge at once as ``F·w``;
+* a *target template*: a tuple of terminals (``str``) and tail indices (``int``, 0-based), the
+  synchronous right-hand side that builds the head's yield from the tails' yields;
+* an *alignment*: ``(source position, template position)`` links of the template's terminals
+  to absolute source positions;
+* an opaque ``rule`` reference (the grammar rule it instantiates, or ``None``).
+
+Nothing here knows about translation: the decoder fills templates and alignments, other users
+may leave them empty. The built graph is array friendly: nodes are numbered in topological
+order (every tail before its head) grouped in *levels* (a node's level is one more than the
+highest level of any of its tails), edges are sorted by head, so node ``v``'s incoming edges
+are ``range(offsets[v], offsets[v+1])``, and ``tail_matrix`` pads tails with the sentinel
+``num_nodes``. :meth:`Hypergraph.viterbi_batch` uses this to run the Viterbi recursion for many
+weightings at once (one numpy step per level), as the BOW-FD reranker does per document.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError
+from clirplug.mt.semiring import LOG, TROPICAL, Semiring
+
+
+class Derivation(NamedTuple):
+    """A derivation tree: the edge at its root and one subderivation per tail, with its score."""
+
+    score: float
+    edge: int
+    children: tuple[Derivation, ...]
+
+
+class HypergraphBuilder:
+    """Collect nodes and edges in any order; :meth:`build` sorts and prunes them."""
+
+    def __init__(self):
+        self.labels: list[Any] = []
+        self.edges: list[tuple[int, tuple[int, ...], dict, tuple, tuple, Any]] = []
+
+    def add_node(self, label: Any = None) -> int:
+        """Add a node with a JSON-able ``label``; return its (provisional) id."""
+        self.labels.append(label)
+        return len(self.labels) - 1
+
+    def add_edge(self, head: int, tails=(), features: Mapping[str, float] | None = None,
+                 template=(), alignment=(), rule: Any = None) -> int:
+        """Add the edge ``head <- tails`` (see the module docstring for the fields); return its id."""
+        self.edges.append((head, tuple(tails), dict(features or {}), tuple(template), tuple(alignment), rule))
+        return len(self.edges) - 1
+
+    def build(self, goal: int) -> Hypergraph:
+        """The hypergraph of the derivations of ``goal``.
+
+        Nodes without any complete derivation and nodes and edges that do not take part in a
+        derivation of ``goal`` are dropped; the rest is renumbered (see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            When ``goal`` has no derivation or the graph has a cycle.
+        """
+        n = len(self.labels)
+        incoming: list[list[int]] = [[] for _ in range(n)]
+        outgoing: list[list[int]] = [[] for _ in range(n)]
+        missing = np.zeros(len(self.edges), dtype=np.int64)
+        alive = np.zeros(n, dtype=bool)
+        ready = []
+        for e, (head, tails, *_rest) in enumerate(self.edges):
+            incoming[head].append(e)
+            for t in set(tails):
+                outgoing[t].append(e)
+            missing[e] = len(set(tails))
+            if not tails:
+                ready.append(e)
+        usable = np.zeros(len(self.edges), dtype=bool)
+        while ready:  # bottom-up: a node is alive once one incoming edge has all tails alive
+            e = ready.pop()
+            usable[e] = True
+            head = self.edges[e][0]
+            if not alive[head]:
+                alive[head] = True
+                for f in outgoing[head]:
+                    missing[f] -= 1
+                    if missing[f] == 0:
+                        ready.append(f)
+        if not alive[goal]:
+            raise ValueError("the goal node has no derivation")
+        # top-down from the goal: iterative DFS, post-order = topological order
+        state = np.zeros(n, dtype=np.int8)  # 0 new, 1 on stack, 2 done
+        order: list[int] = []
+        def children(v):
+            return iter([t for e in incoming[v] if usable[e] for t in self.edges[e][1]])
+
+        stack = [(goal, children(goal))]
+        state[goal] = 1
+        while stack:
+            node, tails = stack[-1]
+            for t in tails:
+                if state[t] == 1:
+                    raise ValueError("the hypergraph has a cycle")
+                if state[t] == 0:
+                    state[t] = 1
+                    stack.append((t, children(t)))
+                    break
+            else:
+                stack.pop()
+                state[node] = 2
+                order.append(node)
+        kept_edges = [e for v in order for e in incoming[v] if usable[e]]
+        level = {}
+        for v in order:
+            level[v] = 1 + max((level[t] for e in incoming[v] if usable[e] for t in self.edges[e][1]), default=-1)
+        order.sort(key=lambda v: level[v])  # stable: keeps DFS order within a level; goal stays last
+        position = {v: i for i, v in enumerate(order)}
+        kept_edges.sort(key=lambda e: (position[self.edges[e][0]], e))
+        return Hypergraph(
+            labels=[self.labels[v] for v in order],
+            heads=[position[self.edges[e][0]] for e in kept_edges],
+            tails=[tuple(position[t] for t in self.edges[e][1]) for e in kept_edges],
+            features=[self.edges[e][2] for e in kept_edges],
+            templates=[self.edges[e][3] for e in kept_edges],
+            alignments=[self.edges[e][4] for e in kept_edges],
+            rules=[self.edges[e][5] for e in kept_edges],
+            levels=[level[v] for v in order],
+        )
+
+
+class Hypergraph:
+    """An immutable, topologically sorted hypergraph; its goal is the last node.
+
+    Build one with :class:`HypergraphBuilder` (or :meth:`from_json`). Attributes:
+    ``labels`` (per node), ``heads`` (int array), ``tails`` (tuples), ``templates``,
+    ``alignments``, ``rules`` (per edge), ``features`` (``E × F`` CSR matrix),
+    ``feature_names``, ``offsets`` (``N+1``: node ``v``'s incoming edges are
+    ``offsets[v]:offsets[v+1]``), ``tail_matrix`` (``E × A``, padded with ``N``), ``levels``.
+    """
+
+    def __init__(self, labels, heads, tails, features, templates, alignments, rules, levels):
+        self.labels = list(labels)
+        self.heads = np.asarray(heads, dtype=np.int64)
+        self.tails = [tuple(t) for t in tails]
+        self.templates = list(templates)
+        self.alignments = list(alignments)
+        self.rules = list(rules)
+        self.levels = np.asarray(levels, dtype=np.int64)
+        n, m = len(self.labels), len(self.heads)
+        if m and np.any(np.diff(self.heads) < 0):
+            raise ValueError("edges must be sorted by head")
+        if any(t >= h for h, ts in zip(self.heads, self.tails) for t in ts):
+            raise ValueError("nodes must be in topological order (tails before heads)")
+        names = sorted({name for f in features for name in f})
+        index = {name: i for i, name in enumerate(names)}
+        rows = np.repeat(np.arange(m), [len(f) for f in features])
+        cols = [index[name] for f in features for name in f]
+        vals = [value for f in features for value in f.values()]
+        self.feature_names: tuple[str, ...] = tuple(names)
+        self.features = sp.csr_matrix((np.asarray(vals, dtype=float), (rows, np.asarray(cols, dtype=np.int64))),
+                                      shape=(m, len(names)))
+        self.offsets = np.searchsorted(self.heads, np.arange(n + 1)).astype(np.int64)
+        arity = max((len(t) for t in self.tails), default=0)
+        self.tail_matrix = np.full((m, arity), n, dtype=np.int64)
+        for e, ts in enumerate(self.tails):
+            self.tail_matrix[e, : len(ts)] = ts
+        self.level_bounds = np.searchsorted(self.levels, np.arange(self.levels.max(initial=-1) + 2))
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.labels)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.heads)
+
+    @property
+    def goal(self) -> int:
+        return self.num_nodes - 1
+
+    # ------------------------------------------------------------------ scoring
+
+    def weight_vector(self, weights: Mapping[str, float]) -> np.ndarray:
+        """``weights`` (name -> weight; absent names weigh 0) aligned with :attr:`feature_names`."""
+        return np.array([weights.get(name, 0.0) for name in self.feature_names], dtype=float)
+
+    def edge_scores(self, weights: Mapping[str, float] | np.ndarray) -> np.ndarray:
+        """Every edge's score ``F·w`` (``weights`` as a dict or an array over :attr:`feature_names`)."""
+        w = self.weight_vector(weights) if isinstance(weights, Mapping) else np.asarray(weights, dtype=float)
+        return np.asarray(self.features @ w).ravel()
+
+    def edge_feature_dict(self, edge: int) -> dict[str, float]:
+        """Edge ``edge``'s features as ``name -> value``."""
+        row = self.features.getrow(edge)
+        return {self.feature_names[c]: float(v) for c, v in zip(row.indices, row.data)}
+
+    # ------------------------------------------------------------------ inference
+
+    def inside(self, edge_scores: np.ndarray, semiring: Semiring = LOG) -> np.ndarray:
+        """Inside values ``β(v) = ⊕_{e ∈ IN(v)} s_e ⊗ ⊗_{t ∈ tails(e)} β(t)`` (Huang 2008, Alg. 1)."""
+        beta = np.empty(self.num_nodes + 1)
+        beta[self.num_nodes] = semiring.one
+        for v in range(self.num_nodes):
+            lo, hi = self.offsets[v], self.offsets[v + 1]
+            parts = semiring.times(edge_scores[lo:hi], semiring.reduce_times(beta[self.tail_matrix[lo:hi]], axis=1))
+            beta[v] = semiring.reduce_plus(parts, axis=0)
+        return beta[:-1]
+
+    def outside(self, edge_scores: np.ndarray, beta: np.ndarray, semiring: Semiring = LOG) -> np.ndarray:
+        """Outside values ``α(v)``: ``α(goal) = 1``, each edge passes ``α(head) ⊗ s_e ⊗ β(other tails)``."""
+        n = self.num_nodes
+        alpha = np.full(n + 1, semiring.zero)
+        alpha[self.goal] = semiring.one
+        beta_pad = np.append(beta, semiring.one)
+        accumulate = {"tropical": np.maximum, "log": np.logaddexp}.get(semiring.name, np.add)
+        for level in range(len(self.level_bounds) - 2, -1, -1):
+            first, last = self.level_bounds[level], self.level_bounds[level + 1]
+            lo, hi = self.offsets[first], self.offsets[last]
+            if lo == hi:
+                continue
+            tails = self.tail_matrix[lo:hi]
+            base = semiring.times(alpha[self.heads[lo:hi]], edge_scores[lo:hi])
+            for slot in range(tails.shape[1]):
+                others = np.delete(np.arange(tails.shape[1]), slot)
+                value = semiring.times(base, semiring.reduce_times(beta_pad[tails[:, others]], axis=1))
+                accumulate.at(alpha, tails[:, slot], value)
+        return alpha[:-1]
+
+    def edge_posteriors(self, edge_scores: np.ndarray) -> np.ndarray:
+        """``p(e ∈ d)`` under ``p(d) ∝ exp(score(d))``: ``α(head) + s_e + Σβ(tails) - β(goal)``."""
+        beta = self.inside(edge_scores, LOG)
+        alpha = self.outside(edge_scores, beta, LOG)
+        beta_pad = np.append(beta, 0.0)
+        marginal = alpha[self.heads] + edge_scores + beta_pad[self.tail_matrix].sum(axis=1)
+        return np.exp(marginal - beta[self.goal])
+
+    def viterbi(self, weights: Mapping[str, float] | np.ndarray) -> Derivation:
+        """The best derivation under the tropical semiring (max, +) and its score."""
+        scores = self.edge_scores(weights)
+        beta = np.empty(self.num_nodes + 1)
+        beta[self.num_nodes] = 0.0
+        best = np.empty(self.num_nodes, dtype=np.int64)
+        for v in range(self.num_nodes):
+            lo, hi = self.offsets[v], self.offsets[v + 1]
+            parts = scores[lo:hi] + beta[self.tail_matrix[lo:hi]].sum(axis=1)
+            k = int(np.argmax(parts))
+            best[v], beta[v] = lo + k, parts[k]
+        return self.derivation_from_backpointers(best, beta)
+
+    def viterbi_batch(self, edge_scores: np.ndarray, extra: np.ndarray | None = None):
+        """Viterbi for ``D`` weightings at once: edge ``e`` scores ``edge_scores[e] + extra[e, d]``.
+
+        One vectorized step per level (max over each node's incoming edges with
+        ``np.maximum.reduceat``), as BOW-FD needs for a thousand documents (Hieber & Riezler 2015, §3).
+
+        Parameters
+        ----------
+        edge_scores : array (E,) or (E, D)
+        extra : array (E, D), optional
+            Added to ``edge_scores``, e.g. per-document IR features times their weight.
+
+        Returns
+        -------
+        scores : array (D,)
+            The best derivation's score for each column.
+        best_edge : array (N, D) of int
+            The best incoming edge of each node per column; read a derivation back with
+            :meth:`derivation_from_backpointers` ``(best_edge[:, d])``.
+        """
+        s = np.asarray(edge_scores, dtype=float)
+        if s.ndim == 1:
+            s = s[:, None]
+        if extra is not None:
+            s = s + np.asarray(extra, dtype=float)
+        num_cols = s.shape[1]
+        beta = np.zeros((self.num_nodes + 1, num_cols))
+        best = np.empty((self.num_nodes, num_cols), dtype=np.int64)
+        for level in range(len(self.level_bounds) - 1):
+            first, last = self.level_bounds[level], self.level_bounds[level + 1]
+            lo, hi = self.offsets[first], self.offsets[last]
+            parts = s[lo:hi] + beta[self.tail_matrix[lo:hi]].sum(axis=1)
+            starts = self.offsets[first:last] - lo
+            top = np.maximum.reduceat(parts, starts, axis=0)
+            span = np.diff(np.append(starts, hi - lo))
+            hit = parts == np.repeat(top, span, axis=0)
+            rank = np.where(hit, np.arange(hi - lo)[:, None], hi - lo)
+            best[first:last] = lo + np.minimum.reduceat(rank, starts, axis=0)
+            beta[first:last] = top
+        return beta[self.goal], best
+
+    def derivation_from_backpointers(self, best_edge: np.ndarray, beta: np.ndarray | None = None) -> Derivation:
+        """The derivation that follows ``best_edge[v]`` down from the goal (scores from ``beta``)."""
+        def build(v):
+            e = int(best_edge[v])
+            children = tuple(build(t) for t in self.tails[e])
+            return Derivation(float(beta[v]) if beta is not None else float("nan"), e, children)
+
+        return build(self.goal)
+
+    def prune(self, weights: Mapping[str, float] | np.ndarray, beam: float) -> Hypergraph:
+        """Beam pruning: keep the edges whose best derivation scores within ``beam`` of the best.
+
+        An edge's max-marginal is ``α(head) + s_e + Σβ(tails)`` under the tropical semiring
+        (Huang 2008, forest pruning).
+        """
+        scores = self.edge_scores(weights)
+        beta = self.inside(scores, TROPICAL)
+        alpha = self.outside(scores, beta, TROPICAL)
+        marginal = alpha[self.heads] + scores + np.append(beta, 0.0)[self.tail_matrix].sum(axis=1)
+        keep = marginal >= beta[self.goal] - beam - 1e-9 * max(1.0, abs(beta[self.goal]))
+        return self.subgraph(np.flatnonzero(keep))
+
+    def subgraph(self, edges) -> Hypergraph:
+        """The hypergraph made of the given edges (nodes left without a derivation are dropped)."""
+        builder = HypergraphBuilder()
+        for label in self.labels:
+            builder.add_node(label)
+        for e in edges:
+            builder.add_edge(int(self.heads[e]), self.tails[e], self.edge_feature_dict(e),
+                             self.templates[e], self.alignments[e], self.rules[e])
+        return builder.build(self.goal)
+
+    # ------------------------------------------------------------------ derivations
+
+    def derivation_edges(self, derivation: Derivation) -> list[int]:
+        """The edges of ``derivation`` in pre-order."""
+        out, stack = [], [derivation]
+        while stack:
+            d = stack.pop()
+            out.append(d.edge)
+            stack.extend(reversed(d.children))
+        return out
+
+    def derivation_features(self, derivation: Derivation) -> dict[str, float]:
+        """The summed feature vector of ``derivation`` as ``name -> value``."""
+        counts = np.bincount(self.derivation_edges(derivation), minlength=self.num_edges)
+        total = self.features.T @ counts
+        return {name: float(v) for name, v in zip(self.feature_names, total) if v != 0.0}
+
+    def derivation_yield(self, derivation: Derivation) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
+        """The target words of ``derivation`` and their ``(source position, target position)`` links."""
+        words: list[str] = []
+        links: list[tuple[int, int]] = []
+
+        def expand(d):
+            where = {}
+            for p, item in enumerate(self.templates[d.edge]):
+                if isinstance(item, str):
+                    where[p] = len(words)
+                    words.append(item)
+                else:
+                    expand(d.children[item])
+            links.extend((s, where[p]) for s, p in self.alignments[d.edge])
+
+        expand(derivation)
+        return tuple(words), tuple(sorted(links))
+
+    # ------------------------------------------------------------------ JSON
+
+    def to_json(self, encode_rule: Callable[[Any], Any] = str) -> dict:
+        """A JSON-able dict of the graph; ``encode_rule`` turns each non-``None`` rule into JSON."""
+        edges = []
+        for e in range(self.num_edges):
+            edges.append({
+                "head": int(self.heads[e]),
+                "tails": list(self.tails[e]),
+                "features": self.edge_feature_dict(e),
+                "template": list(self.templates[e]),
+                "alignment": [list(link) for link in self.alignments[e]],
+                "rule": None if self.rules[e] is None else encode_rule(self.rules[e]),
+            })
+        return {"format": "clirplug-hypergraph/1", "nodes": self.labels, "edges": edges}
+
+    @classmethod
+    def from_json(cls, data: dict, decode_rule: Callable[[Any], Any] | None = None, source: str = "hypergraph") -> Hypergraph:
+        """Inverse of :meth:`to_json` (``decode_rule`` maps each non-``None`` rule back).
+
+        Raises
+        ------
+        ClirplugError
+            Naming ``source`` when the data is not a clirplug hypergraph.
+        """
+        if not isinstance(data, dict) or data.get("format") != "clirplug-hypergraph/1":
+            raise ClirplugError(f"{source}: not a clirplug hypergraph (expected format clirplug-hypergraph/1)")
+        builder = HypergraphBuilder()
+        for label in data["nodes"]:
+            builder.add_node(_tupled(label))
+        for i, edge in enumerate(data["edges"]):
+            try:
+                rule = edge["rule"]
+                builder.add_edge(edge["head"], edge["tails"], edge["features"],
+                                 tuple(edge["template"]), tuple(tuple(a) for a in edge["alignment"]),
+                                 decode_rule(rule) if decode_rule and rule is not None else rule)
+            except (KeyError, TypeError) as error:
+                raise ClirplugError(f"{source}: edge {i}: missing or malformed field ({error})") from error
+        return builder.build(len(data["nodes"]) - 1)
+
+    def save(self, path, encode_rule: Callable[[Any], Any] = str) -> None:
+        """Write :meth:`to_json` to ``path`` atomically (gzip when it ends in ``.gz``)."""
+        text = json.dumps(self.to_json(encode_rule), ensure_ascii=False, separators=(",", ":"))
+        with atomic_open(path, "wb") as handle:
+            data = text.encode("utf-8")
+            handle.write(gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
+
+    @classmethod
+    def load(cls, path, decode_rule: Callable[[Any], Any] | None = None) -> Hypergraph:
+        """Read a file written by :meth:`save`."""
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+            data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        except (OSError, ValueError) as error:
+            raise ClirplugError(f"{path}: cannot read the hypergraph: {error}") from error
+        return cls.from_json(data, decode_rule, str(path))
+
+
+def _tupled(value):
+    """JSON lists back to tuples (labels are compared and hashed as tuples)."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value

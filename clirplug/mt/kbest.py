@@ -1,0 +1,84 @@
+"""Lazy k-best derivations of a hypergraph (Huang & Chiang 2005, Algorithm 3).
+
+Each node ``v`` keeps its derivations found so far, ``D[v]`` (best first), and a heap of
+candidates ``<e, j>``: edge ``e`` with the ``j_i``-th best derivation of its ``i``-th tail,
+scored ``s_e + Σ_i score(D[tail_i][j_i])``. The next best derivation of ``v`` is the best
+candidate; after popping ``<e, j>`` its neighbours ``<e, j + b^i>`` are pushed, asking the
+tails for one more derivation only when needed (lazily). With monotone scores (``+``), the
+derivations of every node come out in non-increasing score order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from collections.abc import Mapping
+
+import numpy as np
+
+from clirplug.mt.hypergraph import Derivation, Hypergraph
+
+
+class _KBest:
+    def __init__(self, hg: Hypergraph, scores: np.ndarray):
+        self.hg = hg
+        self.scores = scores
+        self.found: list[list[tuple[float, int, tuple[int, ...]]]] = [[] for _ in range(hg.num_nodes)]
+        self.heaps: list[list | None] = [None] * hg.num_nodes
+        self.seen: list[set] = [set() for _ in range(hg.num_nodes)]
+
+    def candidate(self, e: int, ranks: tuple[int, ...]):
+        total = self.scores[e] + sum(self.found[t][r][0] for t, r in zip(self.hg.tails[e], ranks))
+        return (-total, e, ranks)
+
+    def kth(self, v: int, k: int) -> None:
+        """Make sure ``found[v]`` holds its ``k+1`` best derivations (or all it has)."""
+        found = self.found[v]
+        if self.heaps[v] is None:
+            heap = []
+            for e in range(self.hg.offsets[v], self.hg.offsets[v + 1]):
+                ranks = (0,) * len(self.hg.tails[e])
+                for t in self.hg.tails[e]:
+                    self.kth(t, 0)
+                heap.append(self.candidate(e, ranks))
+                self.seen[v].add((e, ranks))
+            heapq.heapify(heap)
+            self.heaps[v] = heap
+        heap = self.heaps[v]
+        while len(found) <= k:
+            if found:
+                self.push_next(v, found[-1])
+            if not heap:
+                break
+            negative, e, ranks = heapq.heappop(heap)
+            found.append((-negative, e, ranks))
+
+    def push_next(self, v: int, last) -> None:
+        _, e, ranks = last
+        for i, t in enumerate(self.hg.tails[e]):
+            successor = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1:]
+            self.kth(t, successor[i])
+            if successor[i] < len(self.found[t]) and (e, successor) not in self.seen[v]:
+                self.seen[v].add((e, successor))
+                heapq.heappush(self.heaps[v], self.candidate(e, successor))
+
+    def tree(self, v: int, k: int) -> Derivation:
+        score, e, ranks = self.found[v][k]
+        return Derivation(float(score), e, tuple(self.tree(t, r) for t, r in zip(self.hg.tails[e], ranks)))
+
+
+def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> list[Derivation]:
+    """The ``k`` best derivations of the goal, best first (fewer if the forest has fewer).
+
+    Ties are broken by edge id, then by the tails' ranks, so the list is deterministic.
+    """
+    if k < 1:
+        return []
+    search = _KBest(hg, hg.edge_scores(weights))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20 * int(hg.levels.max(initial=0)) + 1000))
+    try:
+        search.kth(hg.goal, k - 1)
+        return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
+    finally:
+        sys.setrecursionlimit(limit)

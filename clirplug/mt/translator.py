@@ -1,0 +1,145 @@
+"""Query translation with a model folder and a per-sentence cache.
+
+:class:`Translator` preprocesses text as the model's bitext was (:func:`clirplug.mt.preprocess.preprocessor`),
+decodes it with :class:`clirplug.mt.decoder.Decoder` and caches each sentence's n-best list
+(and, on request, its +LM forest) under ``DIR/cache/``. A cache entry is keyed by the SHA-256
+of the model files (grammar, LM, compound splitter), the weights, the decoder settings and
+the sentence's tokens, so a repeated run costs nothing (the grammar is not even loaded) and
+any change of model or settings misses. Entries are written atomically.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError
+from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, load_lm, translations
+from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
+from clirplug.mt.grammar import format_rule, parse_rule, read_grammar
+from clirplug.mt.hypergraph import Hypergraph
+from clirplug.mt.kbest import kbest
+from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences
+
+KINDS = ("hiero", "flat")
+
+
+def _file_digest(path: Path, digest) -> None:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+
+class Translator:
+    """Translate text with the model in ``model_dir`` (layout in ``docs/models.md``).
+
+    Parameters
+    ----------
+    model_dir : path
+        Holds ``grammar.<kind>.gz``, ``lm.arpa``, optionally ``weights.<kind>`` (tuned
+        weights, used unless ``weights`` is given) and ``compound.<src_lang>.tsv``.
+    kind : {"hiero", "flat"}
+    weights : mapping, optional
+        Overrides the folder's tuned weights (missing ones take the defaults).
+    cache : bool
+        Read and write ``model_dir/cache/``.
+    """
+
+    def __init__(self, model_dir, kind: str = "hiero", weights: Mapping[str, float] | None = None,
+                 pop_limit: int = DEFAULT_POP_LIMIT, max_span: int = DEFAULT_MAX_SPAN, src_lang: str = "de",
+                 cache: bool = True):
+        if kind not in KINDS:
+            raise ClirplugError(f"unknown grammar kind {kind!r}: choose one of {', '.join(KINDS)}")
+        self.model_dir = Path(model_dir)
+        self.grammar_path = self.model_dir / f"grammar.{kind}.gz"
+        self.lm_path = self.model_dir / "lm.arpa"
+        for path in (self.grammar_path, self.lm_path):
+            if not path.is_file():
+                raise ClirplugError(f"{path}: missing; train the model first (see docs/models.md)")
+        if weights is None:
+            tuned = self.model_dir / f"weights.{kind}"
+            weights = read_weights(tuned) if tuned.is_file() else {}
+        self.weights = {**DEFAULT_WEIGHTS, **weights}
+        self.kind, self.pop_limit, self.max_span, self.src_lang = kind, pop_limit, max_span, src_lang
+        self.cache = cache
+        self.tokenize = preprocessor(src_lang, self.model_dir)
+        self._decoder: Decoder | None = None
+        self._signature: str | None = None
+
+    @property
+    def decoder(self) -> Decoder:
+        """The decoder, loaded on first use."""
+        if self._decoder is None:
+            self._decoder = Decoder(read_grammar(self.grammar_path), load_lm(self.lm_path), self.weights,
+                                    self.pop_limit, self.max_span)
+        return self._decoder
+
+    def _key(self, tokens: Sequence[str], what: str) -> Path:
+        if self._signature is None:
+            digest = hashlib.sha256()
+            compound = self.model_dir / COMPOUND_FILE.format(lang=self.src_lang)
+            for path in (self.grammar_path, self.lm_path, compound):
+                if path.is_file():
+                    _file_digest(path, digest)
+            settings = {"kind": self.kind, "pop_limit": self.pop_limit, "max_span": self.max_span,
+                        "weights": sorted(self.weights.items())}
+            digest.update(json.dumps(settings).encode())
+            self._signature = digest.hexdigest()
+        key = hashlib.sha256(json.dumps([self._signature, what, list(tokens)]).encode()).hexdigest()
+        return self.model_dir / "cache" / key[:2] / f"{key}.{what}.json.gz"
+
+    def _read(self, path: Path):
+        if self.cache and path.is_file():
+            try:
+                return json.loads(gzip.decompress(path.read_bytes()))
+            except (OSError, ValueError):
+                return None  # a damaged entry is recomputed and rewritten
+        return None
+
+    def _write(self, path: Path, data) -> None:
+        if self.cache:
+            with atomic_open(path, "wb") as out:
+                out.write(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
+
+    def sentences(self, text: str, split: bool = True) -> list[list[str]]:
+        """``text`` as MT token lists: one per sentence (``split``) or one for the whole text."""
+        parts = split_sentences(text, self.src_lang) if split else [text]
+        return [tokens for tokens in (self.tokenize(part) for part in parts) if tokens]
+
+    def forest(self, tokens: Sequence[str]) -> Hypergraph:
+        """The +LM forest of ``tokens`` (cached)."""
+        path = self._key(tokens, "forest")
+        data = self._read(path)
+        if data is not None:
+            return Hypergraph.from_json(data, parse_rule, str(path))
+        forest = self.decoder.forest(tokens)
+        self._write(path, forest.to_json(format_rule))
+        return forest
+
+    def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None) -> list[Translation]:
+        """The ``nbest`` best translations of ``tokens`` (cached), read off ``forest`` if given."""
+        path = self._key(tokens, f"nbest{nbest}")
+        data = self._read(path)
+        if data is not None:
+            return [Translation(tuple(t["words"]), t["score"], t["features"],
+                                tuple(tuple(a) for a in t["alignment"]), tuple(parse_rule(r) for r in t["rules"]))
+                    for t in data]
+        hypergraph = forest if forest is not None else self.decoder.forest(tokens)
+        result = translations(hypergraph, kbest(hypergraph, self.weights, nbest))
+        self._write(path, [translation_json(t) for t in result])
+        return result
+
+
+def translation_json(translation: Translation) -> dict:
+    """A translation as a JSON-able dict (rules in the cdec text form)."""
+    return {
+        "words": list(translation.words),
+        "score": translation.score,
+        "features": translation.features,
+        "alignment": [list(a) for a in translation.alignment],
+        "rules": [format_rule(r) for r in translation.rules],
+    }

@@ -1,0 +1,773 @@
+"""Bagged RankBoost over hashed bilingual n-gram pairs (Sokolov, Jehl, Hieber & Riezler, EMNLP 2013).
+
+The model scores a (source-language) query ``q`` and a (target-language) document ``d`` by
+
+    f(q, d) = sum over s in S(q), t in T(d) of  w[HASH(s, t)]  +  beta * |S(q) & T(d)|
+
+where ``S(q)`` and ``T(d)`` are the distinct uni- (and bi-)grams of query and document,
+``HASH`` maps a pair of n-grams to one of ``2**bits`` buckets with MurmurHash3 (Section 3.3,
+"Implementation"; Shi et al. 2009 hash kernels), ``w`` is learned by RankBoost with the
+feature selection of Collins & Koo (2005) on triples ``(q, d+, d-)`` and averaged over
+``S`` bootstrap samples (Algorithm 1), and the identity features (a source n-gram equal to
+a target n-gram: names, commands, numbers) share the fixed weight ``beta`` (Section 3.3).
+
+Hashed features follow the paper's ``W_h' = sum_{h: HASH(h) = h'} W_h``: the value of a
+bucket for a (q, d) is the number of distinct n-gram pairs of (q, d) that fall into it
+(0 or 1 unless pairs collide), in training and in scoring alike.
+
+Layout: hashing; text to n-grams; the target collection (documents and their n-gram
+inverted index); triple sampling; RankBoost; bagged training; the model (save, load,
+scoring, readable table).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from clirplug.errors import ClirplugError
+
+# ============================================================================ hashing
+
+_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+
+
+def _rotl(x, r):
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def ngram_hashes(ngrams, seed=0):
+    """MurmurHash3_x86_32 (``mmh3``) of each n-gram's UTF-8 bytes, as ``uint32``."""
+    import mmh3
+
+    return np.fromiter(
+        (mmh3.hash(ngram.encode("utf-8"), seed, signed=False) for ngram in ngrams), dtype=np.uint32, count=len(ngrams)
+    )
+
+
+def pair_hashes(source, target, seed=0):
+    """MurmurHash3_x86_32 of the 8 bytes ``le32(source) + le32(target)``, vectorized.
+
+    ``source`` and ``target`` are ``uint32`` n-gram hashes (see ``ngram_hashes``), broadcast
+    against each other; the result equals ``mmh3.hash(struct.pack("<II", s, t), seed,
+    signed=False)`` element-wise (tested), i.e. the pair (s, t) hashed as one feature.
+    """
+    with np.errstate(over="ignore"):
+        h = np.full(np.broadcast_shapes(np.shape(source), np.shape(target)), seed, dtype=np.uint32)
+        for block in (np.asarray(source, dtype=np.uint32), np.asarray(target, dtype=np.uint32)):
+            k = _rotl(block * _C1, 15) * _C2
+            h = _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h ^= np.uint32(8)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return h
+
+
+def buckets(source, target, bits, seed=0):
+    """Feature ids in ``[0, 2**bits)`` of the pairs ``source x target`` (the low ``bits`` of the pair hash)."""
+    return (pair_hashes(source, target, seed) & np.uint32((1 << bits) - 1)).astype(np.int64)
+
+
+# ============================================================================ text to n-grams
+
+
+def ngrams(tokens, order):
+    """Distinct uni- up to ``order``-grams of ``tokens`` (words joined by one space), first-seen order.
+
+    Tokens without a letter or digit (punctuation) are dropped first.
+    """
+    words = [token for token in tokens if any(char.isalnum() for char in token)]
+    grams = {}
+    for n in range(1, order + 1):
+        for start in range(len(words) - n + 1):
+            grams.setdefault(" ".join(words[start:start + n]), None)
+    return list(grams)
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """Every option that changes a boosting model (stored in the model file).
+
+    Defaults: T = 5000 features per bag, 10 triples per query and epsilon = 1e-5 as in
+    Sokolov et al. (2013, Section 6.1 and Algorithm 1); ``bits`` 24 instead of their 30
+    (our training data yields about 10**8 distinct pairs, see docs/benchmarks.md);
+    ``doc_tokens`` keeps the head of each man page, the counterpart of their abstracts.
+    """
+
+    order: int = 2
+    bits: int = 24
+    iterations: int = 5000
+    bags: int = 8
+    triples_per_query: int = 10
+    epsilon: float = 1e-5
+    doc_tokens: int = 300
+    field: str = "title"
+    seed: int = 0
+    hash_seed: int = 0
+
+    def check(self):
+        """Raise ``ClirplugError`` naming the first out-of-range option."""
+        rules = [
+            ("order", self.order in (1, 2), "1 or 2"),
+            ("bits", 1 <= self.bits <= 32, "between 1 and 32"),
+            ("iterations", self.iterations >= 1, "at least 1"),
+            ("bags", self.bags >= 1, "at least 1"),
+            ("triples_per_query", self.triples_per_query >= 1, "at least 1"),
+            ("epsilon", self.epsilon > 0 and math.isfinite(self.epsilon), "positive"),
+            ("doc_tokens", self.doc_tokens >= 1, "at least 1"),
+        ]
+        for name, ok, expected in rules:
+            if not ok:
+                raise ClirplugError(f"boosting option {name} must be {expected}, got {getattr(self, name)!r}")
+        return self
+
+
+def query_ngrams(text, order):
+    """The source (German) n-grams of a query text, tokenized by ``clirplug.mt.preprocess``."""
+    from clirplug.mt.preprocess import preprocess
+
+    return ngrams(preprocess(text, "de"), order)
+
+
+def document_ngrams(text, order, doc_tokens):
+    """The target (English) n-grams of the first ``doc_tokens`` content tokens of a document."""
+    from clirplug.mt.preprocess import preprocess
+
+    words = [token for token in preprocess(text, "en") if any(char.isalnum() for char in token)]
+    return ngrams(words[:doc_tokens], order)
+
+
+# ============================================================================ target collection
+
+
+class Collection:
+    """Documents as sets of target n-gram ids, with the n-gram vocabulary and its inverted index.
+
+    Parameters
+    ----------
+    docids : list of str
+    doc_grams : list of list of str
+        The distinct target n-grams of each document (``document_ngrams``).
+    hash_seed : int
+        Seed of the n-gram hash.
+    """
+
+    def __init__(self, docids, doc_grams, hash_seed=0):
+        import scipy.sparse as sp
+
+        self.docids = list(docids)
+        self.row = {docid: row for row, docid in enumerate(self.docids)}
+        vocabulary = {}
+        columns = [np.array([vocabulary.setdefault(g, len(vocabulary)) for g in grams], dtype=np.int64)
+                   for grams in doc_grams]
+        self.vocabulary = vocabulary
+        self.strings = list(vocabulary)
+        self.hashes = ngram_hashes(self.strings, hash_seed)
+        self.grams = [np.unique(ids).astype(np.int32) for ids in columns]
+        lengths = np.array([len(ids) for ids in self.grams])
+        indices = np.concatenate(self.grams) if self.grams else np.zeros(0, np.int32)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        # documents x n-grams, 0/1: rows for reranking, columns (postings) for search
+        self.incidence = sp.csr_matrix((np.ones(len(indices)), indices, indptr),
+                                       shape=(len(self.docids), len(self.strings)))
+        self.postings = self.incidence.tocsc()
+
+    @classmethod
+    def from_corpus(cls, documents, order, doc_tokens, hash_seed=0, progress=False):
+        """Read ``documents`` (``clirplug.corpus.Document``) into a collection."""
+        from tqdm import tqdm
+
+        docids, grams = [], []
+        for document in tqdm(documents, desc="documents", unit="doc", disable=not progress, leave=False):
+            docids.append(document.id)
+            grams.append(document_ngrams(document.contents, order, doc_tokens))
+        if not docids:
+            raise ClirplugError("the corpus holds no documents")
+        return cls(docids, grams, hash_seed)
+
+
+# ============================================================================ training triples
+
+
+def sample_triples(judgements, queries, docids, count, rng):
+    """Draw ``count`` training triples (q, d+, d-) as in Sokolov et al. (2013, Section 6.1).
+
+    ``q`` is uniform over ``queries``; ``d+`` uniform over the documents judged relevant
+    (relevance > 0) for ``q``; ``d-`` uniform over the whole collection, redrawn while
+    ``rel(d-) >= rel(d+)``. The initial importance is ``D0 = rel(d+) - rel(d-)``.
+
+    Parameters
+    ----------
+    judgements : dict of str to dict of int to int
+        ``{qid: {document row: relevance}}``; unjudged documents have relevance 0.
+    queries : list of str
+        Query ids to draw from; each has a relevant document in the collection.
+    docids : sequence
+        The collection (only its length is used: documents are rows ``0 .. n-1``).
+    count : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Query positions in ``queries``, rows of d+ and d-, and D0 (float64), each ``count`` long.
+    """
+    n_docs = len(docids)
+    positives = [np.array(sorted(row for row, rel in judgements[qid].items() if rel > 0)) for qid in queries]
+    q = rng.integers(len(queries), size=count)
+    pos, neg, d0 = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count)
+    for i, query in enumerate(q):
+        grades = judgements[queries[query]]
+        pos[i] = positives[query][rng.integers(len(positives[query]))]
+        top = grades[pos[i]]
+        for _ in range(10_000):
+            neg[i] = rng.integers(n_docs)
+            if grades.get(neg[i], 0) < top:
+                break
+        else:
+            raise ClirplugError(f"query {queries[query]!r}: no document ranks below its relevant ones")
+        d0[i] = top - grades.get(neg[i], 0)
+    return q, pos, neg, d0
+
+
+def merge_duplicates(q, pos, neg, d0):
+    """Merge identical triples of a bootstrap sample into one with the summed importance.
+
+    RankBoost treats k copies of a triple exactly like one copy of k times its ``D``
+    (every update is multiplicative per triple), so this only saves memory and time.
+    """
+    keys = np.stack([q, pos, neg], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return unique[:, 0], unique[:, 1], unique[:, 2], np.bincount(inverse.ravel(), weights=d0, minlength=len(unique))
+
+
+def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0):
+    """The hashed-feature incidence of triples: which buckets fire for d+ only, and for d- only.
+
+    For triple i, pairs(q, d+) minus pairs(q, d-) is ``S(q) x (T(d+) - T(d-))``; ``P[i, b]``
+    counts those of its pairs that hash to bucket ``b``, ``M[i, b]`` the same for
+    ``S(q) x (T(d-) - T(d+))``. Columns are the active buckets only, renumbered.
+
+    Returns
+    -------
+    P, M : scipy.sparse.csr_matrix (uint16)
+        Triples x active features.
+    features : numpy.ndarray of int64
+        The bucket of each column, ascending.
+    """
+    import scipy.sparse as sp
+
+    rows, columns = {"P": [], "M": []}, {"P": [], "M": []}
+    for i, (query, plus, minus) in enumerate(zip(q, pos, neg)):
+        source = query_hashes[query][:, None]
+        a, b = collection.grams[plus], collection.grams[minus]
+        for name, only in (("P", np.setdiff1d(a, b, assume_unique=True)), ("M", np.setdiff1d(b, a, assume_unique=True))):
+            ids = buckets(source, collection.hashes[only][None, :], bits, hash_seed).ravel()
+            columns[name].append(ids)
+            rows[name].append(np.full(len(ids), i, dtype=np.int32))
+    joined = {name: np.concatenate(columns[name]) if columns[name] else np.zeros(0, np.int64) for name in columns}
+    features = np.unique(np.concatenate([joined["P"], joined["M"]]))
+    shape = (len(q), len(features))
+    matrices = []
+    for name in ("P", "M"):
+        local = np.searchsorted(features, joined[name]).astype(np.int32)
+        row = np.concatenate(rows[name]) if rows[name] else np.zeros(0, np.int32)
+        matrices.append(sp.csr_matrix((np.ones(len(local), np.uint16), (row, local)), shape=shape))
+        del local, row
+    return matrices[0], matrices[1], features
+
+
+# ============================================================================ RankBoost
+
+
+def _gather_rows(matrix, rows):
+    """Column indices, values and row lengths of ``rows`` of a CSR ``matrix``, concatenated."""
+    starts = matrix.indptr[rows]
+    lengths = matrix.indptr[rows + 1] - starts
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    return matrix.indices[offsets], matrix.data[offsets], lengths
+
+
+class RankBoost:
+    """RankBoost with the Collins & Koo (2005) feature selection (Sokolov et al. 2013, Algorithm 1).
+
+    Parameters
+    ----------
+    positive, negative : scipy.sparse matrix, triples x features
+        ``positive[i, h]``: how often feature ``h`` fires for d+ and not for d- in triple i
+        (``negative`` the converse); ``x_ih = positive - negative`` is ``h(q, d+) - h(q, d-)``.
+    d0 : array_like
+        Initial importance ``D0`` of each triple (non-negative).
+    epsilon : float
+        Smoothing of the weight (Schapire & Singer 1999), ``~1e-5`` in the paper.
+
+    Attributes
+    ----------
+    d : numpy.ndarray
+        Current importance ``D_t`` of each triple.
+    z : float
+        ``Z = sum_i D_t(i)``.
+    w_plus, w_minus : numpy.ndarray
+        ``W+_h = sum_i D_i [x_ih > 0] x_ih`` and ``W-_h = sum_i D_i [x_ih < 0] |x_ih|`` per feature.
+    """
+
+    def __init__(self, positive, negative, d0, epsilon=1e-5):
+        self.positive, self.negative = positive.tocsr(), negative.tocsr()
+        self._columns = (self.positive.tocsc(), self.negative.tocsc())
+        self.d = np.array(d0, dtype=np.float64)
+        if self.d.ndim != 1 or len(self.d) != self.positive.shape[0] or (self.d < 0).any():
+            raise ClirplugError("D0 must hold one non-negative importance per triple")
+        self.epsilon = float(epsilon)
+        self.z = float(self.d.sum())
+        self.w_plus = np.asarray(self.positive.T @ self.d, dtype=np.float64).ravel()
+        self.w_minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
+        self.criterion = self._criterion(slice(None))
+
+    def _criterion(self, index):
+        plus, minus = np.maximum(self.w_plus[index], 0.0), np.maximum(self.w_minus[index], 0.0)
+        return np.abs(np.sqrt(plus) - np.sqrt(minus))
+
+    def step(self):
+        """One boosting iteration.
+
+        Choose ``h_t = argmax_h |sqrt(W+_h) - sqrt(W-_h)|`` (lowest index on ties), set
+        ``w_t = 1/2 ln((W+ + eps Z) / (W- + eps Z))``, update ``D_{t+1} = D_t exp(-w_t x_ih)``
+        (equation 5), then ``Z`` and ``W+-`` of the features co-occurring with ``h_t`` in
+        the triples whose ``D`` changed.
+
+        Returns
+        -------
+        (int, float) or None
+            The chosen feature and its weight; None when no feature separates any triple.
+        """
+        if self.criterion.size == 0:
+            return None
+        h = int(np.argmax(self.criterion))
+        if not self.criterion[h] > 0:
+            return None
+        smoothing = self.epsilon * self.z
+        w = 0.5 * math.log((self.w_plus[h] + smoothing) / (self.w_minus[h] + smoothing))
+        by_positive, by_negative = self._columns
+        span_p = slice(by_positive.indptr[h], by_positive.indptr[h + 1])
+        span_m = slice(by_negative.indptr[h], by_negative.indptr[h + 1])
+        rows = np.concatenate([by_positive.indices[span_p], by_negative.indices[span_m]])
+        values = np.concatenate([by_positive.data[span_p].astype(np.float64), -by_negative.data[span_m].astype(np.float64)])
+        rows, inverse = np.unique(rows, return_inverse=True)
+        x = np.bincount(inverse, weights=values, minlength=len(rows))
+        rows, x = rows[x != 0], x[x != 0]
+        updated = self.d[rows] * np.exp(-w * x)
+        delta = updated - self.d[rows]
+        self.d[rows] = updated
+        self.z += float(delta.sum())
+        touched = []
+        for matrix, totals in ((self.positive, self.w_plus), (self.negative, self.w_minus)):
+            columns, counts, lengths = _gather_rows(matrix, rows)
+            np.add.at(totals, columns, counts * np.repeat(delta, lengths))
+            touched.append(columns)
+        touched = np.unique(np.concatenate(touched))
+        self.criterion[touched] = self._criterion(touched)
+        return h, w
+
+    def fit(self, iterations):
+        """Run up to ``iterations`` steps; return the chosen features and weights (arrays)."""
+        chosen, weights = [], []
+        for _ in range(iterations):
+            result = self.step()
+            if result is None:
+                break
+            chosen.append(result[0])
+            weights.append(result[1])
+        return np.array(chosen, dtype=np.int64), np.array(weights, dtype=np.float64)
+
+
+# ============================================================================ bagged training
+
+_WORKER = {}
+
+
+def _init_worker(query_hashes, collection, config):
+    _WORKER.update(query_hashes=query_hashes, collection=collection, config=config)
+
+
+def _peak_rss_mb():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _train_bag(task):
+    """Train one bag in a worker: bootstrap sample -> incidence -> RankBoost (Algorithm 1)."""
+    bag, q, pos, neg, d0 = task
+    config = _WORKER["config"]
+    start = time.perf_counter()
+    rng = np.random.default_rng([config.seed, 1, bag])
+    sample = rng.integers(len(q), size=len(q))
+    q, pos, neg, d0 = merge_duplicates(q[sample], pos[sample], neg[sample], d0[sample])
+    positive, negative, features = pair_matrices(
+        _WORKER["query_hashes"], _WORKER["collection"], q, pos, neg, config.bits, config.hash_seed)
+    booster = RankBoost(positive, negative, d0, config.epsilon)
+    chosen, weights = booster.fit(config.iterations)
+    stats = {
+        "bag": bag, "triples": int(len(q)), "active_features": int(len(features)),
+        "nonzeros": int(positive.nnz + negative.nnz), "selected": int(len(chosen)),
+        "seconds": round(time.perf_counter() - start, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
+    }
+    return features[chosen], weights, stats
+
+
+def average_bags(results, bags):
+    """Average bag models: ``f = 1/S sum_s sum_t w_t^s h_t^s`` (Algorithm 1, "Bagging").
+
+    Returns sorted buckets, their averaged weights and the earliest iteration (1-based)
+    at which any bag chose each.
+    """
+    chosen = np.concatenate([features for features, _, _ in results])
+    weights = np.concatenate([w for _, w, _ in results])
+    steps = np.concatenate([np.arange(1, len(features) + 1) for features, _, _ in results])
+    unique, inverse = np.unique(chosen, return_inverse=True)
+    averaged = np.bincount(inverse, weights=weights, minlength=len(unique)) / bags
+    first = np.full(len(unique), np.iinfo(np.int32).max, dtype=np.int64)
+    np.minimum.at(first, inverse, steps)
+    return unique, averaged, first.astype(np.int32)
+
+
+def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets, bits, hash_seed=0, examples=3):
+    """Count hashing collisions and unhash the model's buckets over the training (q, d) pairs.
+
+    Over every distinct n-gram pair (s, t) of the (query, document) pairs of the training
+    triples: how many distinct pairs there are, how many buckets they occupy and how many
+    pairs share their bucket with another pair; and, for each bucket of ``model_buckets``,
+    the pairs seen in it with the number of training (q, d) pairs holding each.
+
+    Returns
+    -------
+    dict
+        ``pairs``, ``buckets``, ``colliding_pairs`` and ``examples``:
+        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``, at most ``examples`` pairs a
+        bucket, most frequent first.
+    """
+    docs_of = {}
+    for query, doc in zip(q.tolist(), docs.tolist()):
+        docs_of.setdefault(query, set()).add(doc)
+    n_target = len(collection.strings)
+    source_table, keys, ids, hits, hit_buckets, hit_counts = {}, [], [], [], [], []
+    for query, rows in docs_of.items():
+        source = np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]], dtype=np.int64)
+        target, per_target = np.unique(np.concatenate([collection.grams[row] for row in rows]), return_counts=True)
+        bucket = buckets(query_hashes[query][:, None], collection.hashes[target][None, :], bits, hash_seed)
+        key = source[:, None] * n_target + target[None, :].astype(np.int64)
+        keys.append(key.ravel())
+        ids.append(bucket.ravel())
+        s, t = np.nonzero(np.isin(bucket, model_buckets))
+        hits.append(key[s, t])
+        hit_buckets.append(bucket[s, t])
+        hit_counts.append(per_target[t])
+    all_keys, first = np.unique(np.concatenate(keys), return_index=True)
+    occupied, per_bucket = np.unique(np.concatenate(ids)[first], return_counts=True)
+    del keys, ids, first
+    hit_keys, first, inverse = np.unique(np.concatenate(hits), return_index=True, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=np.concatenate(hit_counts), minlength=len(hit_keys))
+    hit_buckets = np.concatenate(hit_buckets)[first]
+    source_strings = list(source_table)
+    found = {}
+    for key, bucket, count in zip(hit_keys.tolist(), hit_buckets.tolist(), counts.astype(np.int64).tolist()):
+        s, t = divmod(key, n_target)
+        found.setdefault(bucket, []).append((source_strings[s], collection.strings[t], count))
+    for bucket, pairs in found.items():
+        pairs.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
+        found[bucket] = (len(pairs), pairs[:examples])
+    return {"pairs": int(len(all_keys)), "buckets": int(len(occupied)),
+            "colliding_pairs": int(per_bucket[per_bucket > 1].sum()), "examples": found}
+
+
+def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=()):
+    """Train a bagged boosting model (Sokolov et al. 2013, Algorithm 1).
+
+    Parameters
+    ----------
+    topics : list of clirplug.io.topics.Topic
+        Training topics; their ``config.field`` is the query.
+    qrels : pandas.DataFrame
+        Judgements (``qid``, ``docid``, ``relevance``) of the training topics.
+    collection : Collection
+        The target documents (built with ``config.order`` and ``config.doc_tokens``).
+    config : BoostConfig
+    jobs : int
+        Worker processes training bags in parallel.
+    holdout : collection of str
+        Query ids left out of the triples (kept for tuning beta).
+
+    Returns
+    -------
+    BoostModel
+        With beta = 0; see ``tune_beta``.
+    """
+    import multiprocessing
+
+    from tqdm import tqdm
+
+    from clirplug.io.topics import topic_field
+
+    config.check()
+    judgements = {}
+    for qid, docid, relevance in zip(qrels["qid"], qrels["docid"], qrels["relevance"]):
+        if docid in collection.row:
+            judgements.setdefault(qid, {})[collection.row[docid]] = int(relevance)
+    held = set(holdout)
+    queries = [t for t in topics if t.id not in held and any(r > 0 for r in judgements.get(t.id, {}).values())]
+    if not queries:
+        raise ClirplugError("no training topic has a relevant document in the corpus: check --topics, --qrels and --corpus")
+    query_grams = [query_ngrams(topic_field(t, config.field), config.order) for t in queries]
+    query_hashes = [ngram_hashes(grams, config.hash_seed) for grams in query_grams]
+    rng = np.random.default_rng([config.seed, 0])
+    q, pos, neg, d0 = sample_triples(judgements, [t.id for t in queries], collection.docids,
+                                     config.triples_per_query * len(queries), rng)
+    tasks = [(bag, q, pos, neg, d0) for bag in range(config.bags)]
+    initargs = (query_hashes, collection, config)
+    if jobs <= 1:
+        _init_worker(*initargs)
+        results = [_train_bag(task) for task in tqdm(tasks, desc="bags", unit="bag", disable=not progress)]
+    else:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(jobs, initializer=_init_worker, initargs=initargs, maxtasksperchild=1) as pool:
+            results = list(tqdm(pool.imap(_train_bag, tasks), total=len(tasks), desc="bags", unit="bag",
+                                disable=not progress))
+    features, weights, first = average_bags(results, config.bags)
+    found = training_pairs(query_grams, query_hashes, collection, np.concatenate([q, q]), np.concatenate([pos, neg]),
+                           features, config.bits, config.hash_seed)
+    stats = {
+        "training_queries": len(queries), "triples": int(len(q)), "bags": [r[2] for r in results],
+        "distinct_pairs": found["pairs"], "occupied_buckets": found["buckets"],
+        "colliding_pairs": found["colliding_pairs"],
+    }
+    return BoostModel(config, features, weights, first, beta=0.0, examples=found["examples"], stats=stats)
+
+
+# ============================================================================ model
+
+
+class BoostModel:
+    """A learned table: hashed n-gram pair buckets with their (bag-averaged) weights, plus beta.
+
+    Parameters
+    ----------
+    config : BoostConfig
+    features : numpy.ndarray of int64
+        The buckets with a weight, ascending.
+    weights : numpy.ndarray of float64
+    first : numpy.ndarray of int32
+        The earliest boosting iteration that chose each bucket (for the table).
+    beta : float
+        Weight of every identity feature (source n-gram equal to target n-gram).
+    examples : dict
+        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``: the training pairs seen in each bucket.
+    stats : dict
+        Training statistics (triples, collisions, per-bag time and memory).
+    """
+
+    def __init__(self, config, features, weights, first, beta=0.0, examples=None, stats=None):
+        self.config = config
+        self.features = np.asarray(features, dtype=np.int64)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.first = np.asarray(first, dtype=np.int32)
+        self.beta = float(beta)
+        self.examples = examples or {}
+        self.stats = stats or {}
+        self._dense = None
+
+    # -------------------------------------------------------------- scoring
+
+    def lookup(self, ids):
+        """The weight of each bucket id in ``ids`` (0 for buckets without one)."""
+        if self.config.bits <= 26:
+            if self._dense is None:
+                self._dense = np.zeros(1 << self.config.bits)
+                self._dense[self.features] = self.weights
+            return self._dense[ids]
+        where = np.minimum(np.searchsorted(self.features, ids), max(len(self.features) - 1, 0))
+        if not len(self.features):
+            return np.zeros(np.shape(ids))
+        return np.where(self.features[where] == ids, self.weights[where], 0.0)
+
+    def term_weights(self, text, collection):
+        """Per target n-gram t of ``collection``: ``v_t = sum_s w[HASH(s, t)]``, and the identity indicator.
+
+        Then ``f(q, d) = sum_{t in T(d)} v_t + beta * sum_{t in T(d)} identity_t``.
+        """
+        grams = query_ngrams(text, self.config.order)
+        learned = np.zeros(len(collection.strings))
+        if grams:
+            source = ngram_hashes(grams, self.config.hash_seed)[:, None]
+            for start in range(0, len(collection.strings), 1 << 18):
+                target = collection.hashes[None, start:start + (1 << 18)]
+                ids = buckets(source, target, self.config.bits, self.config.hash_seed)
+                learned[start:start + target.shape[1]] = self.lookup(ids).sum(axis=0)
+        identity = np.zeros(len(collection.strings))
+        rows = [collection.vocabulary[g] for g in grams if g in collection.vocabulary]
+        identity[rows] = 1.0
+        return learned, identity
+
+    def score_parts(self, text, collection, rows=None):
+        """``(learned, identity)`` scores of the documents ``rows`` (all when None) for a query text.
+
+        With ``rows`` the document rows' n-grams are read; without, the inverted index
+        (postings of the n-grams with a non-zero weight) scores the whole collection.
+        """
+        learned, identity = self.term_weights(text, collection)
+        if rows is not None:
+            block = collection.incidence[rows]
+            return block @ learned, block @ identity
+        used = np.flatnonzero((learned != 0) | (identity != 0))
+        postings = collection.postings[:, used]
+        return postings @ learned[used], postings @ identity[used]
+
+    def score(self, text, collection, rows=None):
+        """``f(q, d)`` (learned pairs plus beta times identities) of documents ``rows`` (all when None)."""
+        learned, identity = self.score_parts(text, collection, rows)
+        return learned + self.beta * identity
+
+    def search(self, topics, collection, field=None, depth=1000, progress=False):
+        """Score the whole collection for each topic; return the top ``depth`` as a run frame."""
+        return self._run(topics, collection, field, depth, progress, candidates=None)
+
+    def rerank(self, topics, collection, candidates, field=None, depth=None, progress=False):
+        """Rescore each topic's candidate documents (a run frame); documents not in the collection are dropped."""
+        return self._run(topics, collection, field, depth, progress, candidates=candidates)
+
+    def _run(self, topics, collection, field, depth, progress, candidates):
+        import pandas as pd
+        from tqdm import tqdm
+
+        from clirplug.io.runs import sort_run
+        from clirplug.io.topics import topic_field
+
+        field = field or self.config.field
+        wanted = None
+        if candidates is not None:
+            wanted = {qid: group["docid"].tolist() for qid, group in candidates.groupby("qid", sort=False)}
+        frames = []
+        for topic in tqdm(topics, desc="queries", unit="q", disable=not progress):
+            if wanted is not None:
+                docids = [d for d in wanted.get(topic.id, []) if d in collection.row]
+                if not docids:
+                    continue
+                rows = np.array([collection.row[d] for d in docids])
+                scores = self.score(topic_field(topic, field), collection, rows)
+            else:
+                docids, scores = collection.docids, self.score(topic_field(topic, field), collection)
+            frame = pd.DataFrame({"qid": topic.id, "docid": docids, "score": scores})
+            if depth is not None:
+                frame = frame.nlargest(depth, "score", keep="all")
+            frames.append(frame)
+        if not frames:
+            return pd.DataFrame({"qid": [], "docid": [], "score": []})
+        run = sort_run(pd.concat(frames, ignore_index=True))
+        return run if depth is None else run[run["rank"] <= depth].reset_index(drop=True)
+
+    # -------------------------------------------------------------- table
+
+    def table(self, top=20):
+        """The ``top`` features in the order boosting first chose them, unhashed (like the paper's Table 4).
+
+        Returns
+        -------
+        list of str
+            Lines ``t  weight  source n-gram - target n-gram`` (bigram words comma-separated);
+            a bucket holding several training pairs shows the most frequent ones and ``(+k more)``.
+        """
+        order = np.lexsort((-np.abs(self.weights), self.first))[:top]
+        lines = [f"{'t':>5}  {'w':>7}  source - target (pairs seen in the bucket)"]
+        for index in order:
+            bucket = int(self.features[index])
+            total, pairs = self.examples.get(bucket, (0, []))
+            shown = "; ".join(f"{s.replace(' ', ', ')} - {t.replace(' ', ', ')}" for s, t, _ in pairs) or f"bucket {bucket}"
+            more = f" (+{total - len(pairs)} more)" if total > len(pairs) else ""
+            lines.append(f"{int(self.first[index]):>5}  {self.weights[index]:>7.3f}  {shown}{more}")
+        return lines
+
+    # -------------------------------------------------------------- files
+
+    def save(self, path):
+        """Write the model to ``path`` (``.npz``) atomically."""
+        from clirplug.atomic import atomic_open
+
+        example_rows = [(bucket, total, s, t, count) for bucket, (total, pairs) in self.examples.items()
+                        for s, t, count in pairs]
+        header = {"format": "clirplug-boost/1", "config": asdict(self.config), "beta": self.beta, "stats": self.stats}
+        with atomic_open(path, "wb") as handle:
+            np.savez_compressed(
+                handle,
+                header=np.array(json.dumps(header)),
+                features=self.features, weights=self.weights, first=self.first,
+                example_bucket=np.array([r[0] for r in example_rows], dtype=np.int64),
+                example_total=np.array([r[1] for r in example_rows], dtype=np.int64),
+                example_source=np.array([r[2] for r in example_rows], dtype=str),
+                example_target=np.array([r[3] for r in example_rows], dtype=str),
+                example_count=np.array([r[4] for r in example_rows], dtype=np.int64),
+            )
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by ``save``.
+
+        Raises
+        ------
+        ClirplugError
+            When ``path`` is not a readable boosting model.
+        """
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(str(data["header"]))
+                if header.get("format") != "clirplug-boost/1":
+                    raise ClirplugError(f"{path}: not a clirplug boosting model (format {header.get('format')!r})")
+                arrays = {name: data[name] for name in data.files}
+        except (OSError, ValueError, KeyError) as error:
+            raise ClirplugError(f"{path}: cannot read boosting model ({error})") from error
+        examples = {}
+        for bucket, total, s, t, count in zip(arrays["example_bucket"].tolist(), arrays["example_total"].tolist(),
+                                              arrays["example_source"].tolist(), arrays["example_target"].tolist(),
+                                              arrays["example_count"].tolist()):
+            examples.setdefault(bucket, (total, []))[1].append((s, t, count))
+        return cls(BoostConfig(**header["config"]), arrays["features"], arrays["weights"], arrays["first"],
+                   beta=header["beta"], examples=examples, stats=header["stats"])
+
+
+def tune_beta(model, topics, qrels, collection, grid, progress=False):
+    """Choose beta on held-out training topics by MAP over the whole collection (Section 6.1).
+
+    Returns the table ``[(beta, MAP)]``; sets ``model.beta`` to the best value (the smallest on ties).
+    """
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.topics import topic_field
+    from tqdm import tqdm
+
+    parts = {}
+    for topic in tqdm(topics, desc="tuning beta", unit="q", disable=not progress):
+        parts[topic.id] = model.score_parts(topic_field(topic, model.config.field), collection)
+    table = []
+    for beta in grid:
+        frames = []
+        for qid, (learned, identity) in parts.items():
+            frame = pd.DataFrame({"qid": qid, "docid": collection.docids, "score": learned + beta * identity})
+            frames.append(frame.nlargest(1000, "score", keep="first"))
+        run = pd.concat(frames, ignore_index=True)
+        result = evaluate(qrels[qrels["qid"].isin(parts)], {"boost": run}, ["AP"])
+        table.append((float(beta), float(_first_value(result))))
+    best = max(table, key=lambda row: (row[1], -row[0]))
+    model.beta = best[0]
+    return table
+
+
+def _first_value(result):
+    """The single measure value of an ``evaluate`` result frame."""
+    numeric = result.select_dtypes("number")
+    return numeric.iloc[0, 0]

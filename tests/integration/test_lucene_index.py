@@ -1,0 +1,104 @@
+"""Indexing through Anserini: statistics, failure safety, and bad corpus input."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.lucene._jvm import jclass
+from clirplug.lucene.index import build_index, index_statistics
+from clirplug.lucene.reader import LENGTH_TABLE, LuceneIndex
+
+from lucene_tiny import TINY_DOCS, write_jsonl
+
+
+def test_statistics_of_tiny_index(tiny_index):
+    stats = index_statistics(tiny_index)
+    assert stats["documents"] == len(TINY_DOCS)
+    assert stats["language"] == "en"
+    index = LuceneIndex(tiny_index, progress=False)
+    assert sorted(index.docids.tolist()) == sorted(d["id"] for d in TINY_DOCS)
+    assert index.avg_doc_length == pytest.approx(stats["total_terms"] / stats["documents"])
+
+
+def test_title_is_folded_into_the_indexed_text(tiny_index):
+    index = LuceneIndex(tiny_index, progress=False)
+    # "concatenate" occurs only in the title of cat.1 ("concatenates" in its contents stems alike)
+    assert index.doc_vector("cat.1")["concaten"] == 2
+    assert index.doc_vector("ls.1")["list"] == 2  # title "list" + contents "lists"
+
+
+def test_df_and_postings_agree_with_lucene(tiny_index):
+    index = LuceneIndex(tiny_index, progress=False)
+    utils = jclass("io.anserini.index.IndexReaderUtils")
+    reader = utils.getReader(str(tiny_index))
+    terms = index.terms[:20].tolist() + ["nosuchterm"]
+    assert index.df(terms).tolist() == [utils.getDF(reader, t) for t in terms]
+    docs, tfs = index.postings("file")
+    for doc, tf in zip(docs, tfs):
+        assert index.doc_vector(index.docids[doc])["file"] == tf
+
+
+def test_length_norms_decode_lucene_lengths(tiny_index):
+    index = LuceneIndex(tiny_index, progress=False)
+    exact = np.asarray(index.matrix.sum(axis=1)).ravel()
+    # short documents (< 24 tokens... up to 40) are stored exactly by SmallFloat.intToByte4
+    small = exact < 24
+    assert np.array_equal(index.doc_lengths[small], exact[small])
+    assert LENGTH_TABLE[:24].tolist() == list(range(24))
+    assert LENGTH_TABLE[255] > 2**30
+
+
+def test_bm25_from_statistics_equals_lucene_scores(tiny_index):
+    from clirplug.lucene.search import Bm25Searcher
+
+    index = LuceneIndex(tiny_index, progress=False)
+    searcher = Bm25Searcher(tiny_index, k1=0.9, b=0.4)
+    query = "files directory standard"
+    terms = index.analyze(query)
+    tf = index.tf_matrix(terms).toarray()
+    ours = (index.bm25_tf(tf, 0.9, 0.4) * index.idf(index.df(terms))).sum(axis=1)
+    lucene = dict(searcher.search(query, 10))
+    for doc, score in lucene.items():
+        assert ours[index.doc_index(doc)] == pytest.approx(score, abs=1e-4)
+    assert set(lucene) == {index.docids[i] for i in np.flatnonzero(ours > 0)}
+
+
+def test_jsonl_gz_and_folders_are_read(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", TINY_DOCS[:3])
+    with gzip.open(folder / "b.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(d) + "\n" for d in TINY_DOCS[3:])
+    stats = build_index(folder, tmp_path / "index", progress=False)
+    assert stats["documents"] == len(TINY_DOCS)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "docs.jsonl:2: not valid JSON"),
+        ('{"id": "x.1"}', "docs.jsonl:2: missing field 'contents'"),
+        ('{"contents": "text"}', "docs.jsonl:2: missing field 'id'"),
+        ('{"id": "x 1", "contents": "text"}', "docs.jsonl:2: field 'id' must be non-empty without spaces"),
+        ('{"id": "x.1", "contents": 5}', "docs.jsonl:2: field 'contents' must be a string"),
+        ('{"id": "ls.1", "contents": "again"}', "docs.jsonl:2: duplicate document id 'ls.1'"),
+        ('["a list"]', "docs.jsonl:2: expected a JSON object"),
+    ],
+)
+def test_bad_corpus_line_is_named_and_leaves_no_index(tmp_path, line, message):
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(json.dumps(TINY_DOCS[0]) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ClirplugError, match=message.replace("(", r"\(")):
+        build_index(corpus, tmp_path / "index", progress=False)
+    assert not (tmp_path / "index").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["docs.jsonl"]
+
+
+def test_existing_target_and_missing_corpus_are_errors(tmp_path, tiny_index):
+    with pytest.raises(ClirplugError, match="already exists"):
+        build_index(tmp_path, tiny_index, progress=False)
+    with pytest.raises(ClirplugError, match="no such corpus"):
+        build_index(tmp_path / "absent.jsonl", tmp_path / "index", progress=False)

@@ -1,0 +1,240 @@
+"""Grammar extraction: phrase pairs and Hiero rules of a hand-aligned toy bitext, computed by hand."""
+
+import math
+
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.mt.extract import (
+    ParallelText,
+    extract_flat,
+    extract_hiero,
+    hiero_choices,
+    phrase_pairs,
+    read_parallel,
+    tight_phrase_pairs,
+)
+from clirplug.mt.grammar import read_grammar, write_grammar
+
+# ---------------------------------------------------------------- FIXTURES
+#
+# sentence 0   das haus            / the house .        0-0 1-1        ("." unaligned)
+# sentence 1   er hat ihn gesehen  / he has seen him    0-0 1-1 2-3 3-2 (reordering)
+# sentence 2   das haus hier       / the home           0-0 1-1        ("hier" unaligned)
+
+SRC = ["das haus", "er hat ihn gesehen", "das haus hier"]
+TGT = ["the house .", "he has seen him", "the home"]
+ALIGN = ["0-0 1-1", "0-0 1-1 2-3 3-2", "0-0 1-1"]
+
+
+@pytest.fixture
+def toy(tmp_path) -> ParallelText:
+    for name, lines in (("corpus.de", SRC), ("corpus.en", TGT), ("align.de-en", ALIGN)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return read_parallel(tmp_path / "corpus.de", tmp_path / "corpus.en", tmp_path / "align.de-en")
+
+
+def _table(rules):
+    """rule -> (count, features); counts recovered from CountEF = log10(1 + c)."""
+    return {
+        (" ".join(r.src), " ".join(r.tgt), " ".join(f"{i}-{j}" for i, j in r.alignment)): (
+            10 ** r.feature_dict()["CountEF"] - 1,
+            r.feature_dict(),
+        )
+        for r in rules
+    }
+
+
+# ---------------------------------------------------------------- TESTS: flat phrases
+
+
+def test_phrase_pairs_extend_unaligned_boundaries():
+    # das haus / the house .: "." extends every pair ending at "house"
+    assert sorted(phrase_pairs(2, 3, [(0, 0), (1, 1)])) == [
+        (0, 1, 0, 1),
+        (0, 2, 0, 2),
+        (0, 2, 0, 3),
+        (1, 2, 1, 2),
+        (1, 2, 1, 3),
+    ]
+    # an unaligned source word extends source spans; alone it yields nothing
+    assert sorted(phrase_pairs(3, 2, [(0, 0), (1, 1)])) == [
+        (0, 1, 0, 1),
+        (0, 2, 0, 2),
+        (0, 3, 0, 2),
+        (1, 2, 1, 2),
+        (1, 3, 1, 2),
+    ]
+    # the length limit applies to both sides, extensions included
+    assert sorted(phrase_pairs(2, 3, [(0, 0), (1, 1)], max_src=1, max_tgt=1)) == [(0, 1, 0, 1), (1, 2, 1, 2)]
+
+
+FLAT = {  # (source, target, alignment): count
+    ("das", "the", "0-0"): 2,
+    ("haus", "house", "0-0"): 1,
+    ("haus", "house .", "0-0"): 1,
+    ("das haus", "the house", "0-0 1-1"): 1,
+    ("das haus", "the house .", "0-0 1-1"): 1,
+    ("er", "he", "0-0"): 1,
+    ("hat", "has", "0-0"): 1,
+    ("ihn", "him", "0-0"): 1,
+    ("gesehen", "seen", "0-0"): 1,
+    ("er hat", "he has", "0-0 1-1"): 1,
+    ("ihn gesehen", "seen him", "0-1 1-0"): 1,
+    ("hat ihn gesehen", "has seen him", "0-0 1-2 2-1"): 1,
+    ("er hat ihn gesehen", "he has seen him", "0-0 1-1 2-3 3-2"): 1,
+    ("haus", "home", "0-0"): 1,
+    ("das haus", "the home", "0-0 1-1"): 1,
+    ("haus hier", "home", "0-0"): 1,
+    ("das haus hier", "the home", "0-0 1-1"): 1,
+}
+
+
+def test_flat_rules_and_counts(toy):
+    table = _table(extract_flat(toy))
+    assert set(table) == set(FLAT)
+    for key, count in FLAT.items():
+        assert table[key][0] == pytest.approx(count, rel=1e-5), key
+
+
+def test_flat_features_by_hand(toy):
+    table = _table(extract_flat(toy))
+    # word tables: c(haus,house) = c(haus,home) = 1, so w(house|haus) = 1/2 and w(haus|house) = 1;
+    # "." is the only word aligned to NULL: w(.|NULL) = 1; "hier" the only source word: w(hier|NULL) = 1
+    features = table["haus", "house .", "0-0"][1]
+    assert features["EgivenF"] == pytest.approx(-math.log10(1 / 3), abs=1e-6)  # c(haus) = 3 pairs
+    assert features["FgivenE"] == pytest.approx(-math.log10(1 / 1), abs=1e-6)
+    assert features["LexEgivenF"] == pytest.approx(-math.log10(1 / 2 * 1), abs=1e-6)  # w(house|haus) w(.|NULL)
+    assert features["LexFgivenE"] == pytest.approx(-math.log10(1), abs=1e-6)  # w(haus|house)
+    assert features["CountF"] == pytest.approx(math.log10(1 + 3), abs=1e-6)
+    features = table["das haus", "the home", "0-0 1-1"][1]
+    # c(das haus, *) = 3 (the house, the house ., the home); c(*, the home) = 2 (das haus, das haus hier)
+    assert features["EgivenF"] == pytest.approx(-math.log10(1 / 3), abs=1e-6)
+    assert features["FgivenE"] == pytest.approx(-math.log10(1 / 2), abs=1e-6)
+    # w(the|das) = 2/2, w(home|haus) = 1/2;  w(das|the) = 2/2, w(haus|home) = 1/1
+    assert features["LexEgivenF"] == pytest.approx(-math.log10(1 * 1 / 2), abs=1e-6)
+    assert features["LexFgivenE"] == pytest.approx(-math.log10(1 * 1), abs=1e-6)
+
+
+def test_flat_alignment_is_the_most_frequent(tmp_path):
+    # "a b / x y" aligned crossed twice and straight once: the crossed alignment wins
+    for name, lines in (("s", ["a b", "a b", "a b"]), ("t", ["x y", "x y", "x y"]), ("a", ["0-1 1-0", "0-0 1-1", "0-1 1-0"])):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rules = extract_flat(read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a"))
+    (rule,) = [r for r in rules if r.src == ("a", "b")]
+    assert rule.alignment == ((0, 1), (1, 0))
+    assert rule.feature_dict()["CountEF"] == pytest.approx(math.log10(1 + 3), abs=1e-6)
+
+
+# ---------------------------------------------------------------- TESTS: Hiero
+
+
+def test_tight_phrase_pairs():
+    # er hat ihn gesehen / he has seen him: "hat ihn" and "er hat ihn" are inconsistent
+    assert sorted(tight_phrase_pairs(4, 4, [(0, 0), (1, 1), (2, 3), (3, 2)])) == [
+        (0, 1, 0, 1),
+        (0, 2, 0, 2),
+        (0, 4, 0, 4),
+        (1, 2, 1, 2),
+        (1, 4, 1, 4),
+        (2, 3, 3, 4),
+        (2, 4, 2, 4),
+        (3, 4, 2, 3),
+    ]
+    # no unaligned word at a boundary: "." and "hier" are never inside a tight pair's edge
+    assert sorted(tight_phrase_pairs(2, 3, [(0, 0), (1, 1)])) == [(0, 1, 0, 1), (0, 2, 0, 2), (1, 2, 1, 2)]
+
+
+HIERO = {  # (source, target, alignment): fractional count; each initial phrase shares a count of 1
+    # sentence 0, initial phrases das/the, haus/house, das haus/the house (3 rules)
+    ("das", "the", "0-0"): 1 + 1,
+    ("haus", "house", "0-0"): 1,
+    ("das haus", "the house", "0-0 1-1"): 1 / 3,
+    ("[X,1] haus", "[X,1] house", "1-1"): 1 / 3,
+    ("das [X,1]", "the [X,1]", "0-0"): 1 / 3 + 1 / 3,
+    # sentence 2: the same with "home"; "hier" is in no tight phrase
+    ("haus", "home", "0-0"): 1,
+    ("das haus", "the home", "0-0 1-1"): 1 / 3,
+    ("[X,1] haus", "[X,1] home", "1-1"): 1 / 3,
+    # sentence 1: single words
+    ("er", "he", "0-0"): 1,
+    ("hat", "has", "0-0"): 1,
+    ("ihn", "him", "0-0"): 1,
+    ("gesehen", "seen", "0-0"): 1,
+    # er hat / he has: 3 rules (the two words as X are adjacent)
+    ("er hat", "he has", "0-0 1-1"): 1 / 3,
+    ("[X,1] hat", "[X,1] has", "1-1"): 1 / 3,
+    ("er [X,1]", "he [X,1]", "0-0"): 1 / 3 + 1 / 13,
+    # ihn gesehen / seen him: 3 rules
+    ("ihn gesehen", "seen him", "0-1 1-0"): 1 / 3,
+    ("[X,1] gesehen", "seen [X,1]", "1-0"): 1 / 3,
+    ("ihn [X,1]", "[X,1] him", "0-1"): 1 / 3,
+    # hat ihn gesehen / has seen him: itself, 4 one-X rules, 1 two-X rule (hat, gesehen) = 6
+    ("hat ihn gesehen", "has seen him", "0-0 1-2 2-1"): 1 / 6,
+    ("[X,1] ihn gesehen", "[X,1] seen him", "1-2 2-1"): 1 / 6 + 1 / 13,
+    ("hat [X,1] gesehen", "has seen [X,1]", "0-0 2-1"): 1 / 6,
+    ("hat ihn [X,1]", "has [X,1] him", "0-0 1-2"): 1 / 6,
+    ("hat [X,1]", "has [X,1]", "0-0"): 1 / 6,
+    ("[X,1] ihn [X,2]", "[X,1] [X,2] him", "1-2"): 1 / 6 + 1 / 13,
+    # er hat ihn gesehen / he has seen him: itself, 7 one-X rules, 5 two-X rules = 13
+    ("er hat ihn gesehen", "he has seen him", "0-0 1-1 2-3 3-2"): 1 / 13,
+    ("[X,1] hat ihn gesehen", "[X,1] has seen him", "1-1 2-3 3-2"): 1 / 13,
+    ("er [X,1] ihn gesehen", "he [X,1] seen him", "0-0 2-3 3-2"): 1 / 13,
+    ("er hat [X,1] gesehen", "he has seen [X,1]", "0-0 1-1 3-2"): 1 / 13,
+    ("er hat ihn [X,1]", "he has [X,1] him", "0-0 1-1 2-3"): 1 / 13,
+    ("er hat [X,1]", "he has [X,1]", "0-0 1-1"): 1 / 13,
+    ("[X,1] hat [X,2] gesehen", "[X,1] has seen [X,2]", "1-1 3-2"): 1 / 13,
+    ("[X,1] hat [X,2]", "[X,1] has [X,2]", "1-1"): 1 / 13,
+    ("[X,1] hat ihn [X,2]", "[X,1] has [X,2] him", "1-1 2-3"): 1 / 13,
+    ("er [X,1] ihn [X,2]", "he [X,1] [X,2] him", "0-0 2-3"): 1 / 13,
+}
+
+
+def test_hiero_rules_and_fractional_counts(toy):
+    table = _table(extract_hiero(toy))
+    assert set(table) == set(HIERO)
+    for key, count in HIERO.items():
+        assert table[key][0] == pytest.approx(count, rel=1e-5), key
+    # p(e|f) with fractional counts: c([X,1] haus, [X,1] house) = c(.., [X,1] home) = 1/3
+    assert table["[X,1] haus", "[X,1] house", "1-1"][1]["EgivenF"] == pytest.approx(-math.log10(1 / 2), abs=1e-6)
+    # c(e) for "he [X,1]": only from "er [X,1]": p(f|e) = 1
+    assert table["er [X,1]", "he [X,1]", "0-0"][1]["FgivenE"] == 0.0
+
+
+def test_hiero_limits():
+    links = [(0, 0), (1, 1), (2, 3), (3, 2)]
+    initials = tight_phrase_pairs(4, 4, links)
+    prefix = [0, 1, 2, 3, 4]
+    whole = (0, 4, 0, 4)
+    assert len(hiero_choices(whole, initials, prefix)) == 13
+    # at most 2 terminals: the whole phrase and one-X rules with 3 terminals go
+    two = hiero_choices(whole, initials, prefix, max_terminals=2)
+    assert all(4 - sum(h[1] - h[0] for h in holes) <= 2 for holes in two)
+    assert len(two) == 3 + 5  # one-X: er hat, ihn gesehen, hat ihn gesehen; all five two-X rules
+    assert len(hiero_choices(whole, initials, prefix, max_nonterminals=1)) == 8
+    # a rule needs an aligned terminal: with "hat" unaligned, X(er) hat X(ihn gesehen) is dropped
+    assert ((0, 1, 0, 1), (2, 4, 2, 4)) in hiero_choices(whole, initials, prefix)
+    assert ((0, 1, 0, 1), (2, 4, 2, 4)) not in hiero_choices(whole, initials, [0, 1, 1, 2, 3])
+
+
+def test_extracted_grammar_round_trips(toy, tmp_path):
+    rules = extract_hiero(toy)
+    write_grammar(rules, tmp_path / "g.gz")
+    assert read_grammar(tmp_path / "g.gz") == rules
+
+
+# ---------------------------------------------------------------- TESTS: input errors
+
+
+def test_read_parallel_errors(tmp_path):
+    (tmp_path / "s").write_text("a b\nc\n", encoding="utf-8")
+    (tmp_path / "t").write_text("x y\nz\n", encoding="utf-8")
+    (tmp_path / "a").write_text("0-0\n")
+    with pytest.raises(ClirplugError, match="different line counts"):
+        read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")
+    (tmp_path / "a").write_text("0-0\n0-1\n")
+    with pytest.raises(ClirplugError, match=r"a:2: link '0-1' is outside"):
+        read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")
+    (tmp_path / "a").write_text("0-0\n0_0\n")
+    with pytest.raises(ClirplugError, match=r"a:2: bad alignment link"):
+        read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")

@@ -1,0 +1,185 @@
+"""Hypergraph inference against brute-force enumeration of every derivation on small forests."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.mt.hypergraph import HypergraphBuilder, Hypergraph
+from clirplug.mt.kbest import kbest
+from clirplug.mt.semiring import LOG, REAL, TROPICAL
+
+FEATURES = ("a", "b", "c")
+
+
+def random_forest(seed, num_nodes=7, max_in=3):
+    """A random acyclic forest: node v's edges take tails among nodes < v; words in templates."""
+    rng = np.random.default_rng(seed)
+    builder = HypergraphBuilder()
+    for v in range(num_nodes):
+        builder.add_node(["n", v])
+    for v in range(num_nodes):
+        for _ in range(1 if v == 0 else int(rng.integers(1, max_in + 1))):
+            arity = 0 if v == 0 else int(rng.integers(0, min(2, v) + 1))
+            tails = tuple(int(t) for t in rng.integers(0, v, size=arity)) if arity else ()
+            features = {f: float(rng.normal()) for f in FEATURES if rng.random() < 0.7}
+            template, alignment = [], []
+            for i in rng.permutation(arity):
+                template.append(f"w{v}")
+                alignment.append((v, len(template) - 1))
+                template.append(int(i))
+            builder.add_edge(v, tails, features, template, alignment, rule=f"r{v}")
+    # unreachable and underivable clutter that build() must drop
+    dead = builder.add_node(["dead"])
+    builder.add_edge(builder.add_node(["orphan"]), (dead,), {"a": 9.0})
+    return builder.build(num_nodes - 1)
+
+
+def enumerate_derivations(hg, scores, v=None):
+    """Every derivation of ``v`` as (score, edges tuple in pre-order, nested (edge, children))."""
+    v = hg.goal if v is None else v
+    out = []
+    for e in range(hg.offsets[v], hg.offsets[v + 1]):
+        for parts in itertools.product(*(enumerate_derivations(hg, scores, t) for t in hg.tails[e])):
+            score = scores[e] + sum(p[0] for p in parts)
+            edges = (e,) + tuple(x for p in parts for x in p[1])
+            out.append((score, edges, (e, tuple(p[2] for p in parts))))
+    return out
+
+
+def tree_key(derivation):
+    return (derivation.edge, tuple(tree_key(c) for c in derivation.children))
+
+
+WEIGHTS = {"a": 0.7, "b": -1.3, "c": 0.4}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_viterbi_inside_kbest_against_brute_force(seed):
+    hg = random_forest(seed)
+    scores = hg.edge_scores(WEIGHTS)
+    every = enumerate_derivations(hg, scores)
+    brute = sorted((-s, t) for s, _e, t in every)
+    # Viterbi
+    best = hg.viterbi(WEIGHTS)
+    assert math.isclose(best.score, -brute[0][0], abs_tol=1e-9)
+    assert math.isclose(sum(scores[e] for e in hg.derivation_edges(best)), best.score, abs_tol=1e-9)
+    # inside under three semirings
+    np.testing.assert_allclose(hg.inside(scores, TROPICAL)[hg.goal], max(s for s, *_ in every))
+    np.testing.assert_allclose(hg.inside(scores, LOG)[hg.goal], np.logaddexp.reduce([s for s, *_ in every]))
+    assert hg.inside(np.ones(hg.num_edges), REAL)[hg.goal] == len(every)  # derivation count
+    # k-best: the same scores and the same derivations (ties may swap), never increasing
+    k = min(len(every), 40)
+    found = kbest(hg, WEIGHTS, k)
+    assert len(found) == k
+    got = [d.score for d in found]
+    np.testing.assert_allclose(got, [-s for s, _ in brute[:k]], atol=1e-9)
+    assert all(x >= y - 1e-12 for x, y in zip(got, got[1:]))
+    assert len({tree_key(d) for d in found}) == k
+    all_trees = {t: s for s, _e, t in every}
+    for d in found:
+        assert math.isclose(all_trees[tree_key(d)], d.score, abs_tol=1e-9)
+    assert len(kbest(hg, WEIGHTS, len(every) + 5)) == len(every)
+    # yields are the template expansion, checked through the brute-force tree
+    for d in found[:5]:
+        words, links = hg.derivation_yield(d)
+        assert len(words) == sum(isinstance(x, str) for e in hg.derivation_edges(d) for x in hg.templates[e])
+        for src, tgt in links:
+            assert words[tgt] == f"w{src}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_edge_posteriors_and_outside_against_brute_force(seed):
+    hg = random_forest(seed)
+    scores = hg.edge_scores(WEIGHTS) * 0.5
+    every = enumerate_derivations(hg, scores)
+    total = np.logaddexp.reduce([s for s, *_ in every])
+    expected = np.zeros(hg.num_edges)
+    for s, edges, _t in every:
+        for e in edges:
+            expected[e] += math.exp(s - total)  # expected count of e
+    np.testing.assert_allclose(hg.edge_posteriors(scores), expected, atol=1e-9)
+    # tropical max-marginals: best derivation through each edge
+    beta = hg.inside(scores, TROPICAL)
+    alpha = hg.outside(scores, beta, TROPICAL)
+    marginal = alpha[hg.heads] + scores + np.append(beta, 0)[hg.tail_matrix].sum(axis=1)
+    for e in range(hg.num_edges):
+        np.testing.assert_allclose(marginal[e], max(s for s, edges, _t in every if e in edges))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_viterbi_batch_equals_scalar_viterbi_per_column(seed):
+    hg = random_forest(seed, num_nodes=9)
+    rng = np.random.default_rng(100 + seed)
+    extra = rng.normal(size=(hg.num_edges, 25))
+    extra[:, 3] = 0.0
+    base = hg.edge_scores(WEIGHTS)
+    best_scores, back = hg.viterbi_batch(base, extra)
+    for d in range(extra.shape[1]):
+        builder = HypergraphBuilder()  # the column's scores as a feature of a copy of the graph
+        for label in hg.labels:
+            builder.add_node(label)
+        for e in range(hg.num_edges):
+            builder.add_edge(int(hg.heads[e]), hg.tails[e], {**hg.edge_feature_dict(e), "extra": extra[e, d]})
+        copy = builder.build(hg.goal)
+        scalar = copy.viterbi({**WEIGHTS, "extra": 1.0})
+        assert math.isclose(best_scores[d], scalar.score, abs_tol=1e-9)
+        derivation = hg.derivation_from_backpointers(back[:, d])
+        assert math.isclose(sum(base[e] + extra[e, d] for e in hg.derivation_edges(derivation)), scalar.score,
+                            abs_tol=1e-9)
+    np.testing.assert_allclose(best_scores[3], hg.viterbi(WEIGHTS).score)
+
+
+def test_build_orders_prunes_and_rejects_cycles():
+    builder = HypergraphBuilder()
+    goal = builder.add_node("goal")  # created first: build must reorder
+    x, y = builder.add_node("x"), builder.add_node("y")
+    builder.add_edge(goal, (x, y), {"a": 1.0})
+    builder.add_edge(y, (), {"a": 2.0})
+    builder.add_edge(x, (), {"b": 1.0})
+    hg = builder.build(goal)
+    assert hg.labels[-1] == "goal" and hg.num_nodes == 3 and hg.num_edges == 3
+    assert all(t < h for h, ts in zip(hg.heads, hg.tails) for t in ts)
+    cyclic = HypergraphBuilder()
+    a, b = cyclic.add_node(), cyclic.add_node()
+    cyclic.add_edge(a, ())
+    cyclic.add_edge(b, (a,))
+    cyclic.add_edge(a, (b,))
+    with pytest.raises(ValueError, match="cycle"):
+        cyclic.build(b)
+    lonely = HypergraphBuilder()
+    with pytest.raises(ValueError, match="no derivation"):
+        lonely.build(lonely.add_node())
+
+
+def test_beam_pruning_keeps_exactly_the_edges_within_the_beam():
+    hg = random_forest(3, num_nodes=8)
+    scores = hg.edge_scores(WEIGHTS)
+    every = enumerate_derivations(hg, scores)
+    best = max(s for s, *_ in every)
+    for beam in (0.0, 0.5, 2.0, 100.0):
+        pruned = hg.prune(WEIGHTS, beam)
+        kept = sorted(s for s, *_ in enumerate_derivations(pruned, pruned.edge_scores(WEIGHTS)))
+        # every derivation made only of kept edges survives; the best one always does
+        assert math.isclose(kept[-1], best, abs_tol=1e-9)
+        assert pruned.num_edges == sum(
+            1 for e in range(hg.num_edges)
+            if max((s for s, edges, _ in every if e in edges), default=-np.inf) >= best - beam - 1e-9
+        )
+    assert hg.prune(WEIGHTS, 100.0).num_edges == hg.num_edges
+
+
+def test_json_round_trip(tmp_path):
+    hg = random_forest(5)
+    for name in ("forest.json", "forest.json.gz"):
+        hg.save(tmp_path / name)
+        back = Hypergraph.load(tmp_path / name)
+        assert back.labels == [tuple(x) if isinstance(x, list) else x for x in hg.labels]
+        assert back.tails == hg.tails and back.templates == hg.templates and back.rules == hg.rules
+        assert back.alignments == hg.alignments
+        np.testing.assert_array_equal(back.edge_scores(WEIGHTS), hg.edge_scores(WEIGHTS))
+    (tmp_path / "bad.json").write_text('{"format": "other"}')
+    with pytest.raises(ClirplugError, match="bad.json"):
+        Hypergraph.load(tmp_path / "bad.json")

@@ -1,0 +1,90 @@
+"""TREC run reader/writer and the trec_eval ordering contract."""
+
+import pandas as pd
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.io.runs import RUN_COLUMNS, read_run, sort_run, write_run
+
+RUN = """\
+q2 Q0 b 1 1.5 tagA
+q1 Q0 a 7 0.25 tagA
+q1 Q0 c 3 0.5 tagA
+q1 Q0 b 9 0.5 tagA
+q10 Q0 z 1 -2e-3 tagA
+"""
+
+
+def test_read_run_keeps_file_order_and_tag(tmp_path):
+    path = tmp_path / "run"
+    path.write_text(RUN)
+    run = read_run(path)
+    assert list(run.columns) == RUN_COLUMNS + ["tag"]
+    assert run.values.tolist()[:2] == [["q2", "b", 1, 1.5, "tagA"], ["q1", "a", 7, 0.25, "tagA"]]
+    assert run["score"].tolist()[-1] == -0.002
+
+
+def test_sort_run_orders_like_trec_eval():
+    """Queries in string order, score descending, ties by docid descending (trec_eval)."""
+    frame = pd.DataFrame({"qid": ["q2", "q1", "q1", "q1", "q10"], "docid": ["b", "a", "c", "b", "z"],
+                          "score": [1.5, 0.25, 0.5, 0.5, -0.002], "rank": [9, 9, 9, 9, 9]})
+    ordered = sort_run(frame, ties="trec_eval")
+    assert ordered[["qid", "docid", "rank"]].values.tolist() == [
+        ["q1", "c", 1], ["q1", "b", 2], ["q1", "a", 3], ["q10", "z", 1], ["q2", "b", 1]]
+
+
+def test_sort_run_orders_ties_like_anserini_by_default():
+    """Ties by docid ascending, as Anserini's TiebreakerReranker and Pyserini's run files."""
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q1"], "docid": ["koi8-u.7", "koi8-r.7", "a"], "score": [2.0, 2.0, 1.0]})
+    assert sort_run(frame)["docid"].tolist() == ["koi8-r.7", "koi8-u.7", "a"]
+
+
+def test_write_run_dict_input_depth_and_format(tmp_path):
+    path = tmp_path / "out.trec"
+    write_run({"q1": {"a": 0.25, "b": 0.5, "c": 0.5}, "q0": {"x": 1}}, path, tag="t", depth=2)
+    assert path.read_text() == "q0 Q0 x 1 1.0 t\nq1 Q0 b 1 0.5 t\nq1 Q0 c 2 0.5 t\n"
+
+
+def test_written_scores_round_trip_exactly_and_bytes_are_reproducible(tmp_path):
+    scores = [0.1 + 0.2, 1 / 3, 2.0 ** -40, 123456789.123456789, -0.0, 7.0]
+    frame = pd.DataFrame({"qid": "1", "docid": [f"d{i}" for i in range(len(scores))], "score": scores})
+    write_run(frame, tmp_path / "a")
+    write_run(frame.sample(frac=1, random_state=0), tmp_path / "b")  # row order must not matter
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+    again = read_run(tmp_path / "a")
+    assert sorted(again["score"].tolist()) == sorted(scores)
+    assert again["rank"].tolist() == list(range(1, len(scores) + 1))
+
+
+def test_write_read_write_is_a_fixed_point(tmp_path, trec_eval_fixtures):
+    write_run(read_run(trec_eval_fixtures / "results.test"), tmp_path / "a", tag="STANDARD")
+    write_run(read_run(tmp_path / "a"), tmp_path / "b", tag="STANDARD")
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1 Q0 a 1 1.0 t\n1 Q0 b 2 0.5\n", r"run:2: expected 6 fields 'qid Q0 docid rank score tag', got 5"),
+    ("1 Q0 a 1 1.0 t\n\n1 Q0 b 2 high t\n", r"run:3: score 'high' is not a number"),
+    ("1 Q0 a 1 1.0 t\n1 Q0 b 2 nan t\n", r"run:2: score is NaN"),
+    ("1 Q0 a 1 1.0 t\n1 Q0 b two 0.5 t\n", r"run:2: rank 'two' is not an integer"),
+    ("1 Q0 a 1 1.0 t\n2 Q0 a 1 1.0 t\n1 Q0 a 2 0.5 t\n", r"run:3: document 'a' listed twice for query '1' \(first at line 1\)"),
+])
+def test_malformed_runs_name_file_and_line(tmp_path, text, message):
+    path = tmp_path / "run"
+    path.write_text(text)
+    with pytest.raises(ClirplugError, match=message):
+        read_run(path)
+
+
+def test_bad_frames_and_ids_are_user_errors(tmp_path):
+    with pytest.raises(ClirplugError, match="lacks column"):
+        write_run(pd.DataFrame({"qid": ["1"], "docid": ["a"]}), tmp_path / "r")
+    with pytest.raises(ClirplugError, match="twice"):
+        write_run(pd.DataFrame({"qid": ["1", "1"], "docid": ["a", "a"], "score": [1, 2]}), tmp_path / "r")
+    with pytest.raises(ClirplugError, match="whitespace"):
+        write_run({"1": {"a b": 1.0}}, tmp_path / "r")
+    with pytest.raises(ClirplugError, match="whitespace"):
+        write_run({"1": {"a": 1.0}}, tmp_path / "r", tag="my run")
+    with pytest.raises(ClirplugError, match="NaN"):
+        write_run({"1": {"a": float("nan")}}, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
