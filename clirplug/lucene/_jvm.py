@@ -80,6 +80,9 @@ def _jnius():
         jnius_config.set_options(*options, *JVM_OPTIONS)
     import jnius
 
+    # Lucene announces its MMapDirectory implementation through java.util.logging at INFO
+    logging = jnius.autoclass("java.util.logging.Logger")
+    logging.getLogger("org.apache.lucene").setLevel(jnius.autoclass("java.util.logging.Level").WARNING)
     return jnius
 
 

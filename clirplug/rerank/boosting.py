@@ -109,6 +109,7 @@ class BoostConfig:
     epsilon: float = 1e-5
     doc_tokens: int = 300
     field: str = "title"
+    min_triples: int = 1
     seed: int = 0
     hash_seed: int = 0
 
@@ -122,6 +123,7 @@ class BoostConfig:
             ("triples_per_query", self.triples_per_query >= 1, "at least 1"),
             ("epsilon", self.epsilon > 0 and math.isfinite(self.epsilon), "positive"),
             ("doc_tokens", self.doc_tokens >= 1, "at least 1"),
+            ("min_triples", self.min_triples >= 1, "at least 1"),
         ]
         for name, ok, expected in rules:
             if not ok:
@@ -248,39 +250,68 @@ def merge_duplicates(q, pos, neg, d0):
     return unique[:, 0], unique[:, 1], unique[:, 2], np.bincount(inverse.ravel(), weights=d0, minlength=len(unique))
 
 
-def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0):
+def distinct(values):
+    """Sorted distinct values of an integer array (sort-based: fast on large arrays)."""
+    values = np.sort(values)
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+
+
+def _column_runs(keys, row_bits):
+    """Split sorted ``bucket << row_bits | row`` keys into (bucket, row, count) runs of equal keys."""
+    if not len(keys):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    counts = np.diff(np.append(starts, len(keys)))
+    unique = keys[starts]
+    return unique >> row_bits, unique & ((1 << row_bits) - 1), counts
+
+
+def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0, min_triples=1):
     """The hashed-feature incidence of triples: which buckets fire for d+ only, and for d- only.
 
     For triple i, pairs(q, d+) minus pairs(q, d-) is ``S(q) x (T(d+) - T(d-))``; ``P[i, b]``
     counts those of its pairs that hash to bucket ``b``, ``M[i, b]`` the same for
-    ``S(q) x (T(d-) - T(d+))``. Columns are the active buckets only, renumbered.
+    ``S(q) x (T(d-) - T(d+))``. Columns are the buckets found in at least ``min_triples``
+    triples (in P or M), renumbered; with ``min_triples=1`` every active bucket is kept.
 
     Returns
     -------
     P, M : scipy.sparse.csr_matrix (uint16)
-        Triples x active features.
+        Triples x kept features.
     features : numpy.ndarray of int64
         The bucket of each column, ascending.
     """
     import scipy.sparse as sp
 
-    rows, columns = {"P": [], "M": []}, {"P": [], "M": []}
+    row_bits = max(int(len(q)).bit_length(), 1)
+    keys = {"P": [], "M": []}
     for i, (query, plus, minus) in enumerate(zip(q, pos, neg)):
         source = query_hashes[query][:, None]
         a, b = collection.grams[plus], collection.grams[minus]
         for name, only in (("P", np.setdiff1d(a, b, assume_unique=True)), ("M", np.setdiff1d(b, a, assume_unique=True))):
             ids = buckets(source, collection.hashes[only][None, :], bits, hash_seed).ravel()
-            columns[name].append(ids)
-            rows[name].append(np.full(len(ids), i, dtype=np.int32))
-    joined = {name: np.concatenate(columns[name]) if columns[name] else np.zeros(0, np.int64) for name in columns}
-    features = np.unique(np.concatenate([joined["P"], joined["M"]]))
-    shape = (len(q), len(features))
+            keys[name].append((ids << row_bits) | i)
+    # sorting bucket<<row_bits|row keys yields CSC order directly, duplicates adjacent
+    runs = {name: _column_runs(np.sort(np.concatenate(keys[name])) if keys[name] else np.zeros(0, np.int64), row_bits)
+            for name in ("P", "M")}
+    del keys
+    everything = distinct(np.concatenate([runs["P"][0], runs["M"][0]]))
+    triples_per_bucket = np.zeros(len(everything), np.int64)
+    for bucket, _, _ in runs.values():
+        starts = np.flatnonzero(np.concatenate([[True], bucket[1:] != bucket[:-1]])) if len(bucket) else np.zeros(0, np.int64)
+        located = np.searchsorted(everything, bucket[starts])
+        triples_per_bucket[located] += np.diff(np.append(starts, len(bucket)))
+    features = everything[triples_per_bucket >= min_triples]
     matrices = []
     for name in ("P", "M"):
-        local = np.searchsorted(features, joined[name]).astype(np.int32)
-        row = np.concatenate(rows[name]) if rows[name] else np.zeros(0, np.int32)
-        matrices.append(sp.csr_matrix((np.ones(len(local), np.uint16), (row, local)), shape=shape))
-        del local, row
+        bucket, row, count = runs[name]
+        column = np.searchsorted(features, bucket)  # sorted queries: cache-friendly
+        keep = (column < len(features)) & (features[np.minimum(column, max(len(features) - 1, 0))] == bucket) if len(features) else np.zeros(len(bucket), bool)
+        column, row, count = column[keep], row[keep], count[keep]
+        indptr = np.searchsorted(column, np.arange(len(features) + 1))
+        by_column = sp.csc_matrix((count.astype(np.uint16), row.astype(np.int32), indptr), shape=(len(q), len(features)))
+        matrices.append(by_column.tocsr())
     return matrices[0], matrices[1], features
 
 
@@ -329,6 +360,7 @@ class RankBoost:
         self.w_plus = np.asarray(self.positive.T @ self.d, dtype=np.float64).ravel()
         self.w_minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
         self.criterion = self._criterion(slice(None))
+        self._touched = np.zeros(len(self.criterion), dtype=bool)
 
     def _criterion(self, index):
         plus, minus = np.maximum(self.w_plus[index], 0.0), np.maximum(self.w_minus[index], 0.0)
@@ -371,7 +403,10 @@ class RankBoost:
             columns, counts, lengths = _gather_rows(matrix, rows)
             np.add.at(totals, columns, counts * np.repeat(delta, lengths))
             touched.append(columns)
-        touched = np.unique(np.concatenate(touched))
+        for columns in touched:
+            self._touched[columns] = True
+        touched = np.flatnonzero(self._touched)
+        self._touched[touched] = False
         self.criterion[touched] = self._criterion(touched)
         return h, w
 
@@ -411,7 +446,7 @@ def _train_bag(task):
     sample = rng.integers(len(q), size=len(q))
     q, pos, neg, d0 = merge_duplicates(q[sample], pos[sample], neg[sample], d0[sample])
     positive, negative, features = pair_matrices(
-        _WORKER["query_hashes"], _WORKER["collection"], q, pos, neg, config.bits, config.hash_seed)
+        _WORKER["query_hashes"], _WORKER["collection"], q, pos, neg, config.bits, config.hash_seed, config.min_triples)
     booster = RankBoost(positive, negative, d0, config.epsilon)
     chosen, weights = booster.fit(config.iterations)
     stats = {
@@ -469,9 +504,15 @@ def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets
         hits.append(key[s, t])
         hit_buckets.append(bucket[s, t])
         hit_counts.append(per_target[t])
-    all_keys, first = np.unique(np.concatenate(keys), return_index=True)
-    occupied, per_bucket = np.unique(np.concatenate(ids)[first], return_counts=True)
-    del keys, ids, first
+    if len(source_table) * n_target < 1 << (63 - bits):  # (key, bucket) packed in one int64: one sort
+        packed = distinct((np.concatenate(keys) << bits) | np.concatenate(ids))
+        n_pairs, pair_buckets = len(packed), np.sort(packed & ((1 << bits) - 1))
+    else:
+        unique_keys, first = np.unique(np.concatenate(keys), return_index=True)
+        n_pairs, pair_buckets = len(unique_keys), np.sort(np.concatenate(ids)[first])
+    del keys, ids
+    starts = np.flatnonzero(np.concatenate([[True], pair_buckets[1:] != pair_buckets[:-1]]))
+    per_bucket = np.diff(np.append(starts, len(pair_buckets)))
     hit_keys, first, inverse = np.unique(np.concatenate(hits), return_index=True, return_inverse=True)
     counts = np.bincount(inverse.ravel(), weights=np.concatenate(hit_counts), minlength=len(hit_keys))
     hit_buckets = np.concatenate(hit_buckets)[first]
@@ -483,7 +524,7 @@ def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets
     for bucket, pairs in found.items():
         pairs.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
         found[bucket] = (len(pairs), pairs[:examples])
-    return {"pairs": int(len(all_keys)), "buckets": int(len(occupied)),
+    return {"pairs": int(n_pairs), "buckets": int(len(per_bucket)),
             "colliding_pairs": int(per_bucket[per_bucket > 1].sum()), "examples": found}
 
 
