@@ -20,6 +20,8 @@ COMMANDS = {
     "eval": "clirplug.cli.eval",
     "train": "clirplug.cli.train",
     "translate": "clirplug.cli.translate",
+    "fuse": "clirplug.cli.fuse",
+    "rerank": "clirplug.cli.rerank",
 }
 
 

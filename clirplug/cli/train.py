@@ -8,6 +8,7 @@ HELP = "train translation models and rerankers (align, grammar, lm, ...)"
 TRAIN_COMMANDS: dict[str, str] = {
     "align": "clirplug.cli.train_align",
     "weights": "clirplug.cli.train_weights",
+    "boost": "clirplug.cli.train_boost",
 }
 
 

@@ -7,46 +7,19 @@ of one JVM round trip per term.
 """
 
 import functools
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from clirplug.atomic import atomic_path
 from clirplug.errors import ClirplugError
-from clirplug.lucene._jvm import jclass, to_python_list
+from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_docids, save_cached
+from clirplug.lucene._jvm import jcast, jclass, to_python_list
 from clirplug.lucene.index import check_index, index_metadata
 
 FIELD = "contents"
-CACHE_FOLDER = "clirplug"
-CACHE_VERSION = 1
 
-
-def _cache_file(index, name: str) -> Path:
-    return Path(index) / CACHE_FOLDER / f"{name}-v{CACHE_VERSION}.npy"
-
-
-def _save_cached(path: Path, array: np.ndarray) -> None:
-    """Save ``array`` atomically; a read-only index is simply not cached."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-    except OSError as error:
-        print(f"clirplug: cannot cache index data in {path.parent} ({error})", file=sys.stderr)
-
-
-def load_docids(index, reader) -> np.ndarray:
-    """External document ids in Lucene's internal order (cached beside the index)."""
-    path = _cache_file(index, "docids")
-    if path.is_file():
-        return np.load(path, allow_pickle=False)
-    utils = jclass("io.anserini.index.IndexReaderUtils")
-    docids = np.array([utils.convertLuceneDocidToDocid(reader, i) for i in range(reader.maxDoc())])
-    _save_cached(path, docids)
-    return docids
 
 # Lucene's SmallFloat.intToByte4/byte4ToInt, with which BM25Similarity stores document lengths.
 _MAX_INT4 = 231  # SmallFloat.longToInt4(Integer.MAX_VALUE)
@@ -113,7 +86,7 @@ class LuceneIndex:
     @functools.cached_property
     def doc_lengths(self) -> np.ndarray:
         """Document lengths as Lucene's BM25 sees them: the decoded length norms (cached)."""
-        path = _cache_file(self.path, "lengths")
+        path = cache_file(self.path, "lengths")
         if path.is_file():
             return np.load(path, allow_pickle=False)
         lengths = np.zeros(self._reader.maxDoc())
@@ -122,7 +95,7 @@ class LuceneIndex:
             norms = leaf_reader.getNormValues(FIELD)
             for local in range(leaf_reader.maxDoc()):
                 lengths[base + local] = LENGTH_TABLE[norms.longValue() & 0xFF] if norms.advanceExact(local) else 0.0
-        _save_cached(path, lengths)
+        save_cached(path, lengths)
         return lengths
 
     # -- the cached document x term matrix --------------------------------------------------
@@ -237,6 +210,45 @@ class LuceneIndex:
         tf = np.asarray(tf, dtype=np.float64)
         return tf / (tf + norm[:, None])
 
+    @functools.lru_cache(maxsize=10_000)
+    def phrase_postings(self, phrase: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Internal document numbers and frequencies of an exact phrase (cached).
+
+        ``phrase`` is ``((term, position), ...)`` as :meth:`analyze_phrase` returns it: a
+        document matches at ``p`` when each term occurs at ``p + position``, as Lucene's
+        ``PhraseQuery`` (slop 0) matches. Candidates are the documents holding every term (from
+        :attr:`matrix`); only their positions are read from Lucene's postings.
+        """
+        docs = None
+        for term, _ in phrase:
+            term_docs, _ = self.postings(term)
+            docs = term_docs if docs is None else np.intersect1d(docs, term_docs, assume_unique=True)
+        if docs is None or len(docs) == 0:
+            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+        keys = None
+        for term, offset in phrase:
+            term_keys = self._position_keys(term, docs) - offset
+            keys = term_keys if keys is None else np.intersect1d(keys, term_keys, assume_unique=True)
+        matched, freqs = np.unique(keys >> 32, return_counts=True)
+        return matched.astype(np.int32), freqs.astype(np.float32)
+
+    def _position_keys(self, term: str, docs: np.ndarray) -> np.ndarray:
+        """``doc << 32 | position`` of every occurrence of ``term`` in the sorted internal ``docs``."""
+        postings_enum = jclass("org.apache.lucene.index.PostingsEnum")
+        lucene_term = jclass("org.apache.lucene.index.Term")(FIELD, term)
+        keys = []
+        for leaf in to_python_list(self._reader.leaves()):
+            base, size = leaf.docBase, leaf.reader().maxDoc()
+            local = docs[(docs >= base) & (docs < base + size)] - base
+            if len(local) == 0:
+                continue
+            postings = leaf.reader().postings(lucene_term, postings_enum.POSITIONS)
+            for doc in local.tolist():
+                if postings.advance(doc) != doc:
+                    continue
+                keys.extend(((base + doc) << 32) | postings.nextPosition() for _ in range(postings.freq()))
+        return np.unique(np.array(keys, dtype=np.int64))
+
     # -- analysis -------------------------------------------------------------------------------
     @functools.cached_property
     def _analyzer(self):
@@ -248,6 +260,22 @@ class LuceneIndex:
     def analyze(self, text: str) -> tuple[str, ...]:
         """The index terms of ``text``, analyzed by Lucene exactly as the index was."""
         return tuple(to_python_list(jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, text)))
+
+    @functools.lru_cache(maxsize=100_000)
+    def analyze_phrase(self, text: str) -> tuple[tuple[str, int], ...]:
+        """The index terms of ``text`` with their relative positions, as Lucene's ``QueryBuilder`` makes
+        a phrase query of it: ``((term, position), ...)``; stopwords leave position gaps."""
+        query = jclass("org.apache.lucene.util.QueryBuilder")(self._analyzer).createPhraseQuery(FIELD, text)
+        if query is None:
+            return ()
+        kind = query.getClass().getName().rpartition(".")[2]
+        if kind == "TermQuery":
+            return ((jcast("org.apache.lucene.search.TermQuery", query).getTerm().text(), 0),)
+        if kind != "PhraseQuery":  # not made by the analyzers clirplug indexes with: no position data
+            return tuple((term, i) for i, term in enumerate(self.analyze(text)))
+        query = jcast("org.apache.lucene.search.PhraseQuery", query)
+        terms, positions = query.getTerms(), query.getPositions()
+        return tuple((terms[i].text(), int(positions[i]) - int(positions[0])) for i in range(len(terms)))
 
     def close(self):
         self._reader.close()

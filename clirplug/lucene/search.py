@@ -8,20 +8,20 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
-import functools
 import sys
 from collections.abc import Mapping
 
 import numpy as np
-import pandas as pd
 
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import check_index, index_metadata
-from clirplug.lucene.reader import FIELD, load_docids
+from clirplug.lucene._cache import load_docids
 
 # Anserini's BM25 defaults (the values of its regression docs).
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
+FIELD = "contents"
+ID_FIELD = "id"
 
 
 def analyzer_for(language: str):
@@ -65,7 +65,10 @@ class Bm25Searcher:
         self._searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
         self._analyzer = analyzer_for(self.language)
         self._generator = jclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
-        self._sort = jclass("io.anserini.search.SimpleSearcher").BREAK_SCORE_TIES_BY_DOCID  # score, then id
+        # SimpleSearcher.BREAK_SCORE_TIES_BY_DOCID, built here: loading SimpleSearcher costs over a second
+        sort_field = jclass("org.apache.lucene.search.SortField")
+        string_type = jclass("org.apache.lucene.search.SortField$Type").STRING_VAL
+        self._sort = jclass("org.apache.lucene.search.Sort")(sort_field.FIELD_SCORE, sort_field(ID_FIELD, string_type))
         self.docids = load_docids(self.index, self._reader)
 
     def search_query(self, query, hits: int = 1000) -> list[tuple[str, float]]:
@@ -84,8 +87,9 @@ class Bm25Searcher:
         lucene_query = self._generator.buildQuery(FIELD, self._analyzer, query)
         return self.search_query(lucene_query, hits)
 
-    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True) -> pd.DataFrame:
+    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True):
         """Search every ``qid -> text`` of ``queries``; a run frame with columns qid, docid, rank, score."""
+        import pandas as pd
         from tqdm import tqdm
 
         rows = []
@@ -98,7 +102,7 @@ class Bm25Searcher:
 
 
 def bm25_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-                progress: bool = True) -> pd.DataFrame:
+                progress: bool = True):
     """BM25 run for ``queries`` (``qid -> text``) over ``index``: a frame qid, docid, rank, score."""
     searcher = Bm25Searcher(index, k1, b)
     try:

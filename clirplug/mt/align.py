@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas
 import scipy.sparse
 from scipy.special import digamma
 
@@ -128,16 +129,13 @@ def _encode(sentences: Sequence[Sequence[str]], vocab: dict[str, int]):
     return ids, np.concatenate(([0], np.cumsum(lengths)))
 
 
-def _unique_inverse(keys):
-    """``np.unique(keys, return_inverse=True)`` by sorting (numpy's hash-based unique is slower here)."""
-    order = np.argsort(keys)
-    ordered = keys[order]
-    first = np.empty(len(keys), dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(len(keys), dtype=np.int32)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
+def _factorize(keys):
+    """Distinct values of ``keys`` (in order of first occurrence) and each key's index among them.
+
+    ``pandas.factorize`` hashes; it is several times faster here than sorting (``np.unique``).
+    """
+    codes, uniques = pandas.factorize(keys)
+    return uniques, codes.astype(np.int32)
 
 
 @dataclass
@@ -227,7 +225,7 @@ class _Direction:
                 continue
             f, e, jpos, width, starts, tok_sent, tok_pos = _chunk_links(
                 sents, m, n, src_ids, src_off, tgt_ids, tgt_off)
-            keys, inverse = _unique_inverse(f * vocab_e + e)
+            keys, inverse = _factorize(f * vocab_e + e)
             chunk_keys.append(keys)
             chunk_inverse.append(inverse)
             token_keys.append((m[tok_sent] * (n_max + 1) + n[tok_sent]) * (m_max + 1) + tok_pos)
@@ -237,14 +235,16 @@ class _Direction:
                 srclen=n[tok_sent].astype(np.float64), group=None, sentence=tok_sent, position=tok_pos,
             ))
         # (f, e) pairs over the whole bitext; each link points to its pair
-        all_keys = _unique_inverse(np.concatenate(chunk_keys))[0]
+        all_keys, pair_of_chunk_key = _factorize(np.concatenate(chunk_keys))
         self.pair_src = (all_keys // vocab_e).astype(np.int32)
         self.pair_tgt = (all_keys % vocab_e).astype(np.int32)
         self.pairs_per_src = np.bincount(self.pair_src, minlength=len(self.src_vocab))
+        offset = 0
         for chunk, keys, inverse in zip(self.chunks, chunk_keys, chunk_inverse):
-            chunk.pair = np.searchsorted(all_keys, keys).astype(np.int32)[inverse]
+            chunk.pair = pair_of_chunk_key[offset : offset + len(keys)][inverse]
+            offset += len(keys)
         # (i, m, n) groups of target tokens share the prior expectation E[h] (tension updates)
-        group_keys, inverse = _unique_inverse(np.concatenate(token_keys))
+        group_keys, inverse = _factorize(np.concatenate(token_keys))
         offset = 0
         for chunk in self.chunks:
             chunk.group = inverse[offset : offset + len(chunk.width)]

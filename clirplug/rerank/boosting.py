@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
 from clirplug.errors import ClirplugError
+from clirplug.rerank.config import BoostConfig
 
 # ============================================================================ hashing
 
@@ -89,46 +90,6 @@ def ngrams(tokens, order):
         for start in range(len(words) - n + 1):
             grams.setdefault(" ".join(words[start:start + n]), None)
     return list(grams)
-
-
-@dataclass(frozen=True)
-class BoostConfig:
-    """Every option that changes a boosting model (stored in the model file).
-
-    Defaults: T = 5000 features per bag, 10 triples per query and epsilon = 1e-5 as in
-    Sokolov et al. (2013, Section 6.1 and Algorithm 1); ``bits`` 24 instead of their 30
-    (our training data yields about 10**8 distinct pairs, see docs/benchmarks.md);
-    ``doc_tokens`` keeps the head of each man page, the counterpart of their abstracts.
-    """
-
-    order: int = 2
-    bits: int = 24
-    iterations: int = 5000
-    bags: int = 8
-    triples_per_query: int = 10
-    epsilon: float = 1e-5
-    doc_tokens: int = 300
-    field: str = "title"
-    min_triples: int = 1
-    seed: int = 0
-    hash_seed: int = 0
-
-    def check(self):
-        """Raise ``ClirplugError`` naming the first out-of-range option."""
-        rules = [
-            ("order", self.order in (1, 2), "1 or 2"),
-            ("bits", 1 <= self.bits <= 32, "between 1 and 32"),
-            ("iterations", self.iterations >= 1, "at least 1"),
-            ("bags", self.bags >= 1, "at least 1"),
-            ("triples_per_query", self.triples_per_query >= 1, "at least 1"),
-            ("epsilon", self.epsilon > 0 and math.isfinite(self.epsilon), "positive"),
-            ("doc_tokens", self.doc_tokens >= 1, "at least 1"),
-            ("min_triples", self.min_triples >= 1, "at least 1"),
-        ]
-        for name, ok, expected in rules:
-            if not ok:
-                raise ClirplugError(f"boosting option {name} must be {expected}, got {getattr(self, name)!r}")
-        return self
 
 
 def query_ngrams(text, order):
@@ -621,20 +582,14 @@ class BoostModel:
         self.beta = float(beta)
         self.examples = examples or {}
         self.stats = stats or {}
-        self._dense = None
 
     # -------------------------------------------------------------- scoring
 
     def lookup(self, ids):
         """The weight of each bucket id in ``ids`` (0 for buckets without one)."""
-        if self.config.bits <= 26:
-            if self._dense is None:
-                self._dense = np.zeros(1 << self.config.bits)
-                self._dense[self.features] = self.weights
-            return self._dense[ids]
-        where = np.minimum(np.searchsorted(self.features, ids), max(len(self.features) - 1, 0))
         if not len(self.features):
             return np.zeros(np.shape(ids))
+        where = np.minimum(np.searchsorted(self.features, ids), len(self.features) - 1)
         return np.where(self.features[where] == ids, self.weights[where], 0.0)
 
     def term_weights(self, text, collection):
@@ -783,32 +738,56 @@ class BoostModel:
 def tune_beta(model, topics, qrels, collection, grid, progress=False):
     """Choose beta on held-out training topics by MAP over the whole collection (Section 6.1).
 
-    Returns the table ``[(beta, MAP)]``; sets ``model.beta`` to the best value (the smallest on ties).
+    The learned and identity parts of ``f`` are computed once per topic; each beta of
+    ``grid`` only reweights them. Sets ``model.beta`` to the best value (the smallest on ties).
+
+    Returns
+    -------
+    list of (float, float)
+        ``(beta, MAP)`` for each value of ``grid``.
     """
     import pandas as pd
+    from tqdm import tqdm
 
     from clirplug.eval.measures import evaluate
     from clirplug.io.topics import topic_field
-    from tqdm import tqdm
 
     parts = {}
     for topic in tqdm(topics, desc="tuning beta", unit="q", disable=not progress):
         parts[topic.id] = model.score_parts(topic_field(topic, model.config.field), collection)
-    table = []
+    runs = {}
     for beta in grid:
-        frames = []
-        for qid, (learned, identity) in parts.items():
-            frame = pd.DataFrame({"qid": qid, "docid": collection.docids, "score": learned + beta * identity})
-            frames.append(frame.nlargest(1000, "score", keep="first"))
-        run = pd.concat(frames, ignore_index=True)
-        result = evaluate(qrels[qrels["qid"].isin(parts)], {"boost": run}, ["AP"])
-        table.append((float(beta), float(_first_value(result))))
+        frames = [pd.DataFrame({"qid": qid, "docid": collection.docids, "score": learned + beta * identity})
+                  .nlargest(1000, "score", keep="first") for qid, (learned, identity) in parts.items()]
+        runs[repr(float(beta))] = pd.concat(frames, ignore_index=True)
+    result = evaluate(qrels[qrels["qid"].isin(parts)], runs, ["MAP"])
+    table = [(float(name), float(value)) for name, value in zip(result["run"], result["value"])]
     best = max(table, key=lambda row: (row[1], -row[0]))
     model.beta = best[0]
     return table
 
 
-def _first_value(result):
-    """The single measure value of an ``evaluate`` result frame."""
-    numeric = result.select_dtypes("number")
-    return numeric.iloc[0, 0]
+# ============================================================================ reranker interface
+
+
+def load(path):
+    """Read a boosting model (see ``clirplug.rerank``)."""
+    return BoostModel.load(path)
+
+
+def read_collection(corpus, model, progress=False):
+    """The target collection of ``corpus`` (a JSONL file or folder) as ``model`` reads documents."""
+    from clirplug.corpus import read_corpus
+
+    config = model.config
+    return Collection.from_corpus(read_corpus(corpus), config.order, config.doc_tokens, config.hash_seed, progress)
+
+
+def search_run(args, topics):
+    """``clirplug search --method boost``: ``args.model`` scored over the whole ``args.corpus``."""
+    for option in ("model", "corpus"):
+        if not getattr(args, option, None):
+            raise ClirplugError(f"--method boost needs --{option}")
+    model = load(args.model)
+    collection = read_collection(args.corpus, model, progress=not getattr(args, "quiet", False))
+    return model.search(topics, collection, field=args.field, depth=args.hits, progress=not getattr(args, "quiet", False))

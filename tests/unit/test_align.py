@@ -325,8 +325,8 @@ def test_manclir_first_lines_learn_man_page_vocabulary(manclir_de):
 
     with open(manclir_de / "bitext.train.de", encoding="utf-8") as de, \
             open(manclir_de / "bitext.train.en", encoding="utf-8") as en:
-        pairs = [(preprocess(f, "de"), preprocess(e, "en")) for f, e, _ in zip(de, en, range(1500))]
-    result = train([f for f, _ in pairs], [e for _, e in pairs], AlignConfig(model1_iterations=4, ibm2_iterations=3))
+        pairs = [(preprocess(f, "de"), preprocess(e, "en")) for f, e, _ in zip(de, en, range(1000))]
+    result = train([f for f, _ in pairs], [e for _, e in pairs], AlignConfig(model1_iterations=3, ibm2_iterations=2))
     table = result.model.table()
     for german, english in [("datei", "file"), ("verzeichnis", "directory"), ("befehl", "command")]:
         assert next(iter(table.translations(german))) == english

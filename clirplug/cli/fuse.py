@@ -1,0 +1,63 @@
+"""``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
+
+HELP = "fuse runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning kappa on train qrels"
+
+
+def add_arguments(parser):
+    from clirplug.fusion import FUSERS
+
+    parser.add_argument("--runs", nargs="+", required=True, metavar="RUN", help="TREC runs to fuse")
+    parser.add_argument("--method", default="borda", choices=list(FUSERS), help="fusion method (default: borda)")
+    weights = parser.add_mutually_exclusive_group()
+    weights.add_argument("--kappa", type=float, default=None,
+                         help="two runs: weights (kappa, 1 - kappa) (default: 0.5, or tuned with --tune-on)")
+    weights.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run")
+    parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
+    parser.add_argument("--output", required=True, metavar="FILE", help="fused TREC run to write")
+    parser.add_argument("--run-tag", default=None, help="run tag (default: the output file's stem)")
+    tune = parser.add_argument_group("kappa tuning (two runs)")
+    tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")
+    tune.add_argument("--tune-runs", nargs=2, metavar="RUN",
+                      help="the two runs on the tuning topics (default: the --runs, restricted to the qrels' topics)")
+    tune.add_argument("--grid-step", type=float, default=0.05, help="kappa grid step (default: 0.05)")
+    tune.add_argument("--measure", default="MAP", help="measure maximized (default: MAP)")
+    tune.add_argument("--curve", metavar="PREFIX",
+                      help="write PREFIX.tsv and PREFIX.png with the curve (default: the output path + .kappa)")
+
+
+def run(args):
+    from pathlib import Path
+
+    from clirplug.errors import ClirplugError
+    from clirplug.fusion import fuse
+    from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run, write_run
+
+    runs = [read_run(path) for path in args.runs]
+    if args.depth < 1:
+        raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
+    if (args.kappa is not None or args.tune_on) and len(runs) != 2:
+        raise ClirplugError(f"--kappa and --tune-on need exactly two runs, got {len(runs)}; use --weights")
+    if args.tune_on and args.kappa is not None:
+        raise ClirplugError("give either --kappa or --tune-on, not both")
+    weights = args.weights
+    if args.tune_on:
+        tuning = [read_run(path) for path in args.tune_runs] if args.tune_runs else runs
+        curve = kappa_curve(tuning, read_qrels(args.tune_on), args.method, kappa_grid(args.grid_step),
+                            args.depth, args.measure)
+        kappa = best_kappa(curve)
+        prefix = args.curve or f"{args.output}.kappa"
+        write_curve(curve, f"{prefix}.tsv")
+        plot_curve(curve, f"{prefix}.png", labels=tuple(Path(p).name for p in args.runs))
+        print(f"kappa = {kappa:g} ({args.measure} {curve[args.measure].max():.4f} on {args.tune_on});"
+              f" curve in {prefix}.tsv and {prefix}.png")
+        weights = [kappa, 1 - kappa]
+    elif args.kappa is not None:
+        if not 0 <= args.kappa <= 1:
+            raise ClirplugError(f"--kappa must lie in [0, 1], got {args.kappa}")
+        weights = [args.kappa, 1 - args.kappa]
+    fused = fuse(args.method, runs, weights=weights, depth=args.depth)
+    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
+    write_run(fused, args.output, tag=tag, depth=args.depth)
+    print(f"wrote {args.output}: {fused['qid'].nunique()} topics, {len(fused)} lines")

@@ -1,0 +1,92 @@
+"""Choose the fusion weight kappa of two runs by a grid on training queries (Sokolov et al. 2013, Figures 1-3)."""
+
+from clirplug.errors import ClirplugError
+
+
+def kappa_grid(step=0.05):
+    """``0, step, 2 step, ..., 1`` (rounded to 10 decimals)."""
+    if not 0 < step <= 1:
+        raise ClirplugError(f"the kappa grid step must be in (0, 1], got {step}")
+    count = int(round(1 / step))
+    return [round(min(i * step, 1.0), 10) for i in range(count + 1)] + ([] if abs(count * step - 1) < 1e-9 else [1.0])
+
+
+def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP"):
+    """``measure`` of ``fuse(method, runs, (kappa, 1 - kappa))`` for each kappa of ``grid``.
+
+    Only the queries of ``qrels`` are evaluated (tune on the train split's qrels).
+
+    Parameters
+    ----------
+    runs : sequence of two pandas.DataFrame
+    qrels : pandas.DataFrame
+    method : str
+        A name of ``clirplug.fusion.FUSERS``.
+    grid : sequence of float, optional
+        Kappa values, ``kappa_grid(0.05)`` by default.
+    depth : int
+    measure : str
+        Any name ``clirplug.eval.measures.evaluate`` knows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``kappa`` and ``measure`` (one row per grid value, grid order).
+    """
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.fusion import fuse
+
+    if len(runs) != 2:
+        raise ClirplugError(f"kappa tuning fuses exactly two runs, got {len(runs)}; give --weights for more")
+    grid = kappa_grid() if grid is None else list(grid)
+    queries = set(qrels["qid"].astype(str))
+    runs = [run[run["qid"].astype(str).isin(queries)] for run in runs]
+    fused = {repr(kappa): fuse(method, runs, weights=[kappa, 1 - kappa], depth=depth) for kappa in grid}
+    result = evaluate(qrels, fused, [measure])
+    return pd.DataFrame({"kappa": [float(name) for name in result["run"]], measure: result["value"].to_numpy()})
+
+
+def best_kappa(curve):
+    """The kappa with the highest value of ``curve`` (the one closest to 0.5 on ties)."""
+    measure = curve.columns[1]
+    best = curve[curve[measure] == curve[measure].max()]
+    return float(best.iloc[(best["kappa"] - 0.5).abs().argsort().iloc[0]]["kappa"])
+
+
+def write_curve(curve, path):
+    """Write ``curve`` as a tab-separated table (``kappa``, measure) atomically."""
+    from clirplug.atomic import atomic_open
+
+    measure = curve.columns[1]
+    with atomic_open(path) as handle:
+        handle.write(f"kappa\t{measure}\n")
+        handle.writelines(f"{kappa:.4f}\t{value:.4f}\n" for kappa, value in zip(curve["kappa"], curve[measure]))
+
+
+def plot_curve(curve, path, labels=("run 1", "run 2"), title=None):
+    """Plot ``curve`` (measure against kappa) to a PNG, as the paper's Figures 1 to 3.
+
+    kappa = 1 is the first run alone, kappa = 0 the second; the best kappa is marked.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from clirplug.atomic import atomic_path
+
+    measure = curve.columns[1]
+    kappa = best_kappa(curve)
+    figure, axes = plt.subplots(figsize=(5, 3.5), dpi=120)
+    axes.plot(curve["kappa"], curve[measure], marker="o", markersize=3)
+    axes.axvline(kappa, linestyle=":", color="grey")
+    axes.set_xlabel(f"kappa  (0 = {labels[1]}, 1 = {labels[0]})")
+    axes.set_ylabel(measure)
+    axes.set_title(title or f"{measure} of the fusion, best kappa = {kappa:g}")
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    with atomic_path(path, suffix=".png") as tmp:
+        figure.savefig(tmp, format="png")
+    plt.close(figure)

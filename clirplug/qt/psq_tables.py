@@ -1,0 +1,403 @@
+"""PSQ translation tables: a distribution ``p(e|f)`` over target expressions per source token.
+
+The three distributions of Ture & Lin (paper 004) and their combination:
+
+* ``Pr_token``: the lexical table ``p(e|f)`` of word alignment
+  (:class:`clirplug.mt.lexicon.LexicalTable`, or any :class:`PsqTable`);
+* ``Pr_grammar`` (:func:`grammar_table`): every grammar rule applicable to the query adds
+  its likelihood to each (source token, target) pair its alignment links, then each source
+  token's masses are normalized;
+* ``Pr_nbest`` (:func:`nbest_table`): every derivation of the decoder's n-best list adds its
+  normalized probability to each pair its word alignment links;
+* :class:`PsqBuilder`: their linear interpolation with weights λ (Ture & Lin; paper 001,
+  eq. 4), source and target stopword filtering, the lower threshold ``p_L`` and the
+  cumulative threshold ``p_C`` (paper 001, §3.2), and self-translation of tokens no
+  component knows.
+
+A source token aligned to several target tokens is handled by one of the heuristics of
+Ture & Lin (:data:`HEURISTICS`): ``one-to-one`` (each target gets the full mass),
+``one-to-none`` (the links are ignored) or ``one-to-many`` (the targets, in target order,
+form one multi-token expression, written space-separated and matched as a phrase).
+
+Files (:meth:`PsqTable.save`, :meth:`PsqTable.load`, see ``docs/psq.md``): JSON
+``{"src": {"tgt": p, ...}, ...}`` (Patapsco's interchange format) or TSV lines
+``src<TAB>tgt<TAB>p``; the suffix ``.json`` selects JSON, anything else TSV.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError, where
+
+HEURISTICS = ("one-to-one", "one-to-none", "one-to-many")
+COMPONENTS = ("token", "grammar", "nbest")
+STOPWORDS = ("none", "small", "large")
+# stop setting -> (source list, target list) under clirplug/data/stopwords/
+STOPWORD_FILES = {"none": (None, None), "small": ("de", "en-small"), "large": ("de", "en-large")}
+GRAMMAR_FEATURE = "EgivenF"  # the rule likelihood of Pr_grammar: 10 ** -EgivenF = p(e|f)
+
+Distribution = dict[str, float]
+
+
+class TranslationSource(Protocol):
+    """Anything with ``translations(src) -> {tgt: p}`` (``PsqTable``, ``LexicalTable``)."""
+
+    def translations(self, src: str) -> Mapping[str, float]: ...
+
+
+def load_stopwords(name: str) -> frozenset[str]:
+    """The stopword list ``clirplug/data/stopwords/<name>.txt`` (``#`` lines are comments)."""
+    path = Path(__file__).resolve().parents[1] / "data" / "stopwords" / f"{name}.txt"
+    if not path.is_file():
+        raise ClirplugError(f"{path}: no stopword list {name!r}")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+class PsqTable:
+    """A table ``{src: {tgt: p(tgt|src)}}``; a target may be a space-separated multi-token expression."""
+
+    def __init__(self, table: Mapping[str, Mapping[str, float]] | None = None):
+        self.table: dict[str, Distribution] = {src: dict(dist) for src, dist in (table or {}).items() if dist}
+
+    def translations(self, src: str) -> Distribution:
+        """``{tgt: p}`` of ``src`` by falling probability; empty when ``src`` is unknown."""
+        return dict(sorted(self.table.get(src, {}).items(), key=lambda item: (-item[1], item[0])))
+
+    def __contains__(self, src: str) -> bool:
+        return src in self.table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PsqTable) and self.table == other.table
+
+    def save(self, path) -> None:
+        """Write JSON (suffix ``.json``) or TSV (any other suffix), sources sorted, atomically."""
+        sources = sorted(self.table)
+        with atomic_open(path) as out:
+            if Path(path).suffix == ".json":
+                json.dump({src: self.translations(src) for src in sources}, out, ensure_ascii=False, indent=1)
+                out.write("\n")
+            else:
+                for src in sources:
+                    out.writelines(f"{src}\t{tgt}\t{p:.8g}\n" for tgt, p in self.translations(src).items())
+
+    @classmethod
+    def load(cls, path) -> PsqTable:
+        """Read a file written by :meth:`save`, or Patapsco's ``{"src": {"tgt": p}}`` JSON."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ClirplugError(f"{path}: cannot read the PSQ table ({error})") from error
+        if Path(path).suffix == ".json":
+            return cls(_parse_json(text, path))
+        return cls(_parse_tsv(text, path))
+
+
+def _check_prob(value, at: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ClirplugError(f"{at}: expected a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _parse_json(text: str, path) -> dict[str, Distribution]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ClirplugError(f"{where(path, error.lineno)}: invalid JSON ({error.msg})") from None
+    if not isinstance(data, dict):
+        raise ClirplugError(f"{path}: expected a JSON object {{\"src\": {{\"tgt\": p}}}}")
+    table = {}
+    for src, dist in data.items():
+        if not isinstance(dist, dict):
+            raise ClirplugError(f"{path}: field {src!r}: expected an object {{\"tgt\": p}}")
+        table[src] = {tgt: _check_prob(p, f"{path}: field {src!r} -> {tgt!r}") for tgt, p in dist.items()}
+    return table
+
+
+def _parse_tsv(text: str, path) -> dict[str, Distribution]:
+    table: dict[str, Distribution] = {}
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3 or not fields[0] or not fields[1]:
+            raise ClirplugError(f"{where(path, lineno)}: expected 'source<TAB>target<TAB>probability'")
+        try:
+            prob = float(fields[2])
+        except ValueError:
+            raise ClirplugError(f"{where(path, lineno)}: probability {fields[2]!r} is not a number") from None
+        prob = _check_prob(prob, where(path, lineno))
+        dist = table.setdefault(fields[0], {})
+        if fields[1] in dist:
+            raise ClirplugError(f"{where(path, lineno)}: pair {fields[0]!r} -> {fields[1]!r} occurs twice")
+        dist[fields[1]] = prob
+    return table
+
+
+# -- distributions from rules and derivations (Ture & Lin) -----------------------------------------
+def aligned_targets(targets: Sequence[str], heuristic: str) -> list[str]:
+    """The target expressions one source token contributes, given its aligned target tokens in order."""
+    if len(targets) <= 1:
+        return list(targets)
+    if heuristic == "one-to-one":
+        return list(targets)
+    if heuristic == "one-to-none":
+        return []
+    if heuristic == "one-to-many":
+        return [" ".join(targets)]
+    raise ClirplugError(f"unknown alignment heuristic {heuristic!r}: choose one of {', '.join(HEURISTICS)}")
+
+
+def _add_links(masses: dict[str, Distribution], src: Sequence[str], tgt: Sequence[str],
+               links: Iterable[tuple[int, int]], weight: float, heuristic: str, skip) -> None:
+    by_source: dict[int, list[int]] = {}
+    for i, j in links:
+        if not skip(tgt[j]):
+            by_source.setdefault(i, []).append(j)
+    for i, js in by_source.items():
+        if skip(src[i]):
+            continue
+        dist = masses.setdefault(src[i], {})
+        for expression in aligned_targets([tgt[j] for j in sorted(set(js))], heuristic):
+            dist[expression] = dist.get(expression, 0.0) + weight
+
+
+def _normalized(masses: Mapping[str, Distribution]) -> PsqTable:
+    table = {}
+    for src, dist in masses.items():
+        total = sum(dist.values())
+        if total > 0:
+            table[src] = {tgt: mass / total for tgt, mass in dist.items() if mass > 0}
+    return PsqTable(table)
+
+
+def rule_likelihood(rule, feature: str = GRAMMAR_FEATURE) -> float:
+    """A rule's likelihood for Pr_grammar: ``10 ** -cost`` of its ``feature`` (``-log10 p(e|f)``).
+
+    Grammars with positional (cdec) features use the first one, ``"0"``, which is cdec's
+    ``EgivenF`` too.
+    """
+    values = rule.feature_dict()
+    cost = values.get(feature, values.get("0"))
+    if cost is None:
+        raise ClirplugError(f"grammar rule {' '.join(rule.src)} ||| {' '.join(rule.tgt)} has no {feature} feature")
+    return 10.0 ** -cost
+
+
+def grammar_table(rules, tokens: Sequence[str], heuristic: str = "one-to-many",
+                  feature: str = GRAMMAR_FEATURE) -> PsqTable:
+    """Pr_grammar (Ture & Lin's Pr_SCFG/Pr_PBMT) for one query sentence ``tokens``.
+
+    Each rule whose source side matches a span of ``tokens``
+    (:func:`clirplug.mt.grammar.filter_for_sentence`) adds :func:`rule_likelihood` to every
+    (source terminal, target terminal) pair its alignment links, after ``heuristic``
+    for a source terminal linked to several targets; each source token's masses are then
+    normalized to sum to 1.
+    """
+    from clirplug.mt.grammar import filter_for_sentence, is_nonterminal
+
+    masses: dict[str, Distribution] = {}
+    for rule in filter_for_sentence(rules, list(tokens)):
+        _add_links(masses, rule.src, rule.tgt, rule.alignment, rule_likelihood(rule, feature), heuristic,
+                   is_nonterminal)
+    return _normalized(masses)
+
+
+def derivation_weights(scores: Sequence[float]) -> list[float]:
+    """Normalized derivation probabilities ``10**s_k / Σ_j 10**s_j`` of model scores in log10 units."""
+    if not scores:
+        return []
+    top = max(scores)
+    weights = [10.0 ** (s - top) for s in scores]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def nbest_table(tokens: Sequence[str], translations, heuristic: str = "one-to-many") -> PsqTable:
+    """Pr_nbest for one query sentence: each derivation's normalized probability is added to the
+    (source token, target word) pairs its word alignment links, then normalized per source token.
+
+    ``translations`` are :class:`clirplug.mt.decoder.Translation` (or anything with ``words``,
+    ``score`` and ``alignment`` as ``(source position, target position)`` links into ``tokens``).
+    """
+    translations = list(translations)
+    masses: dict[str, Distribution] = {}
+    for translation, weight in zip(translations, derivation_weights([t.score for t in translations])):
+        _add_links(masses, tokens, translation.words, translation.alignment, weight, heuristic, lambda _: False)
+    return _normalized(masses)
+
+
+# -- interpolation, filtering, thresholds ------------------------------------------------------------
+def interpolate(distributions: Sequence[Mapping[str, float]], weights: Sequence[float]) -> Distribution:
+    """``Σ_i λ_i Pr_i(·|f)`` (Ture & Lin; paper 001 eq. 4); a missing component contributes 0."""
+    result: Distribution = {}
+    for dist, weight in zip(distributions, weights):
+        if weight:
+            for tgt, p in dist.items():
+                result[tgt] = result.get(tgt, 0.0) + weight * p
+    return result
+
+
+def prune(dist: Mapping[str, float], p_lower: float = 0.0, p_cumulative: float = 1.0) -> Distribution:
+    """Keep translations with ``p > p_L`` in falling order until their sum reaches ``p_C``, renormalized.
+
+    Paper 001 §3.2: ``E_f = {e : p(e|f) > p_L}``, options added by falling probability
+    (ties by target) until the cumulative probability reaches ``p_C``; the option that
+    reaches it is kept. The kept probabilities are renormalized to sum to 1 (as Ivory does).
+    """
+    kept: Distribution = {}
+    total = 0.0
+    for tgt, p in sorted(dist.items(), key=lambda item: (-item[1], item[0])):
+        if p <= p_lower or total >= p_cumulative - 1e-12:
+            break
+        kept[tgt] = p
+        total += p
+    return {tgt: p / total for tgt, p in kept.items()} if total > 0 else {}
+
+
+def drop_target_stopwords(dist: Mapping[str, float], stopwords: frozenset[str]) -> Distribution:
+    """Remove targets made of stopwords only (an expression keeps its inner stopwords)."""
+    return {tgt: p for tgt, p in dist.items() if not all(word in stopwords for word in tgt.split())}
+
+
+@dataclass(frozen=True)
+class PsqSettings:
+    """The PSQ options of ``--psq "lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=..."``.
+
+    Attributes
+    ----------
+    weights : dict
+        λ of each component of :data:`COMPONENTS` (token, grammar, nbest), summing to 1.
+    p_lower, p_cumulative : float
+        ``p_L`` and ``p_C`` of paper 001 §3.2.
+    heuristic : str
+        One of :data:`HEURISTICS`.
+    stopwords : str
+        ``none``, ``small`` (Lucene's 33 English words) or ``large`` (SMART, 570 words);
+        ``small`` and ``large`` also drop German stopwords on the source side.
+    nbest : int
+        Derivations read for Pr_nbest.
+    """
+
+    weights: dict = field(default_factory=lambda: {"token": 1.0, "grammar": 0.0, "nbest": 0.0})
+    p_lower: float = 0.0
+    p_cumulative: float = 1.0
+    heuristic: str = "one-to-many"
+    stopwords: str = "none"
+    nbest: int = 10
+
+    def __post_init__(self):
+        if set(self.weights) != set(COMPONENTS) or any(w < 0 for w in self.weights.values()):
+            raise ClirplugError(f"--psq lambda: expected 3 non-negative weights for {':'.join(COMPONENTS)}")
+        total = sum(self.weights.values())
+        if total <= 0:
+            raise ClirplugError("--psq lambda: the weights sum to 0")
+        object.__setattr__(self, "weights", {c: self.weights[c] / total for c in COMPONENTS})
+        if not 0.0 <= self.p_lower < 1.0 or not 0.0 < self.p_cumulative <= 1.0:
+            raise ClirplugError(f"--psq: need 0 <= pL < 1 and 0 < pC <= 1, got pL={self.p_lower}, pC={self.p_cumulative}")
+        if self.heuristic not in HEURISTICS:
+            raise ClirplugError(f"--psq heuristic={self.heuristic}: choose one of {', '.join(HEURISTICS)}")
+        if self.stopwords not in STOPWORDS:
+            raise ClirplugError(f"--psq stop={self.stopwords}: choose one of {', '.join(STOPWORDS)}")
+        if self.nbest < 1:
+            raise ClirplugError(f"--psq nbest={self.nbest}: must be at least 1")
+
+    @classmethod
+    def parse(cls, spec: str) -> PsqSettings:
+        """Parse ``key=value`` pairs separated by commas; unknown keys are errors."""
+        settings = cls()
+        changes: dict = {}
+        for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            try:
+                if not sep:
+                    raise ValueError
+                if key == "lambda":
+                    parts = [float(v) for v in value.split(":")]
+                    if len(parts) != len(COMPONENTS):
+                        raise ValueError
+                    changes["weights"] = dict(zip(COMPONENTS, parts))
+                elif key in ("pL", "pC"):
+                    changes["p_lower" if key == "pL" else "p_cumulative"] = float(value)
+                elif key == "heuristic":
+                    changes["heuristic"] = value.strip()
+                elif key == "stop":
+                    changes["stopwords"] = value.strip()
+                elif key == "nbest":
+                    changes["nbest"] = int(value)
+                else:
+                    raise ClirplugError(f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest)")
+            except ValueError:
+                raise ClirplugError(f"--psq: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
+        return replace(settings, **changes)
+
+    def spec(self) -> str:
+        """The ``--psq`` string of these settings."""
+        lam = ":".join(f"{self.weights[c]:g}" for c in COMPONENTS)
+        return (f"lambda={lam},pL={self.p_lower:g},pC={self.p_cumulative:g},heuristic={self.heuristic},"
+                f"stop={self.stopwords},nbest={self.nbest}")
+
+
+class PsqBuilder:
+    """Per-token PSQ distributions of a query from the components and :class:`PsqSettings`.
+
+    Parameters
+    ----------
+    settings : PsqSettings
+    token : TranslationSource, optional
+        Pr_token (a lexical table or a :class:`PsqTable` read from a file).
+    grammar : list of Rule, optional
+        The rules Pr_grammar is built from, per sentence.
+    translate : callable, optional
+        ``tokens, n -> n-best Translations`` for Pr_nbest.
+    """
+
+    def __init__(self, settings: PsqSettings, token: TranslationSource | None = None, grammar=None,
+                 translate=None):
+        available = {"token": token is not None, "grammar": grammar is not None, "nbest": translate is not None}
+        missing = [c for c in COMPONENTS if settings.weights[c] > 0 and not available[c]]
+        if missing:
+            raise ClirplugError(f"--psq lambda gives weight to {', '.join(missing)}, which the model does not have")
+        self.settings, self.token, self.grammar, self.translate = settings, token, grammar, translate
+        src_list, tgt_list = STOPWORD_FILES[settings.stopwords]
+        self.src_stopwords = load_stopwords(src_list) if src_list else frozenset()
+        self.tgt_stopwords = load_stopwords(tgt_list) if tgt_list else frozenset()
+
+    def sentence(self, tokens: Sequence[str]) -> list[Distribution]:
+        """One pruned distribution per source token of one sentence (repeats kept, stopwords dropped)."""
+        s = self.settings
+        tables = []
+        if s.weights["grammar"] > 0:
+            tables.append(("grammar", grammar_table(self.grammar, tokens, s.heuristic)))
+        if s.weights["nbest"] > 0:
+            tables.append(("nbest", nbest_table(tokens, self.translate(tokens, s.nbest), s.heuristic)))
+        if s.weights["token"] > 0:
+            tables.append(("token", self.token))
+        result = []
+        for src in tokens:
+            if src in self.src_stopwords:
+                continue
+            parts = [table.translations(src) for _, table in tables]
+            if not any(parts):
+                dist = {src: 1.0}  # self-translation of an unknown token
+            else:
+                dist = interpolate(parts, [s.weights[name] for name, _ in tables])
+            dist = prune(drop_target_stopwords(dist, self.tgt_stopwords), s.p_lower, s.p_cumulative)
+            if dist:
+                result.append(dist)
+        return result
+
+    def query(self, sentences: Sequence[Sequence[str]]) -> list[Distribution]:
+        """All sentences' distributions: sentence-wise PSQ sums over sentences (paper 001 §3.2)."""
+        return [dist for tokens in sentences for dist in self.sentence(tokens)]
+

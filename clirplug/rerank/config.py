@@ -1,0 +1,48 @@
+"""Options of the boosting reranker, importable without numpy (for fast CLI start-up)."""
+
+import math
+from dataclasses import dataclass
+
+from clirplug.errors import ClirplugError
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """Every option that changes a boosting model (stored in the model file).
+
+    Defaults: T = 5000 features per bag, 10 triples per query, epsilon = 1e-5 and
+    b = 30 hash bits as in Sokolov et al. (2013, Section 6.1 and Algorithm 1); training
+    keeps only the buckets that occur in the sample, so b costs no memory. Our own choices:
+    ``doc_tokens`` keeps the head of each man page (the counterpart of their abstracts),
+    and ``min_triples`` = 2 drops, per bag, candidate features occurring in a single
+    triple's P or M row (they cannot generalize; this halves training time).
+    """
+
+    order: int = 2
+    bits: int = 30
+    iterations: int = 5000
+    bags: int = 8
+    triples_per_query: int = 10
+    epsilon: float = 1e-5
+    doc_tokens: int = 300
+    field: str = "title"
+    min_triples: int = 2
+    seed: int = 0
+    hash_seed: int = 0
+
+    def check(self):
+        """Raise ``ClirplugError`` naming the first out-of-range option."""
+        rules = [
+            ("order", self.order in (1, 2), "1 or 2"),
+            ("bits", 1 <= self.bits <= 32, "between 1 and 32"),
+            ("iterations", self.iterations >= 1, "at least 1"),
+            ("bags", self.bags >= 1, "at least 1"),
+            ("triples_per_query", self.triples_per_query >= 1, "at least 1"),
+            ("epsilon", self.epsilon > 0 and math.isfinite(self.epsilon), "positive"),
+            ("doc_tokens", self.doc_tokens >= 1, "at least 1"),
+            ("min_triples", self.min_triples >= 1, "at least 1"),
+        ]
+        for name, ok, expected in rules:
+            if not ok:
+                raise ClirplugError(f"boosting option {name} must be {expected}, got {getattr(self, name)!r}")
+        return self
