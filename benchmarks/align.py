@@ -72,17 +72,17 @@ def main():
     data = args.data
     rows = []
 
-    start = time.perf_counter()
+    start = time.process_time()
     de_lines, en_lines = read_lines(data / "bitext.train.de"), read_lines(data / "bitext.train.en")
     plain = [preprocess(line, "de") for line in de_lines]
     splitter = CompoundSplitter.train(plain, 4, excluded=load_stopwords("de"))
     de = [preprocess(line, "de", splitter) for line in de_lines]
     en = [preprocess(line, "en") for line in en_lines]
-    prep_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    prep_seconds = time.process_time() - start
+    start = time.process_time()
     pairs = dictionary_pairs(data / "dictionary.tsv", "de", "en", splitter,
                              {t for s in de for t in s}, {t for s in en for t in s}, 3)
-    dict_seconds = time.perf_counter() - start
+    dict_seconds = time.process_time() - start
     links = sum(len(e) * (len(f) + 1) for f, e in zip(de, en))
 
     translations = defaultdict(set)
@@ -101,24 +101,24 @@ def main():
         results = {}
         for direction, given, generated in (("fwd p(e|f)", src, tgt), ("rev p(f|e)", tgt, src)):
             history = []
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             result = train(given, generated, config, history.append)
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             results[direction] = result
-            m1 = [h.seconds for h in history if h.model == "model1"]
-            m2 = [h.seconds for h in history if h.model == "ibm2"]
-            setup = seconds - sum(m1) - sum(m2)
-            rows.append(f"| {condition} | {direction} | {len(src)} | {seconds:.1f} | {setup:.1f} | "
+            m1 = [h.cpu_seconds for h in history if h.model == "model1"]
+            m2 = [h.cpu_seconds for h in history if h.model == "ibm2"]
+            setup = cpu - sum(m1) - sum(m2)
+            rows.append(f"| {condition} | {direction} | {len(src)} | {seconds:.1f} | {cpu:.1f} | {setup:.1f} | "
                         f"{sum(m1) / len(m1):.2f} | {sum(m2) / len(m2):.2f} | {history[-1].tension:.2f} | {peak_mb():.0f} |")
             print(rows[-1], file=sys.stderr, flush=True)
         forward = results["fwd p(e|f)"]
         figures[condition] = (agreement(forward.model1.table(), words, translations),
                               agreement(forward.model.table(), words, translations))
         if condition == "+ dictionary":
-            start = time.perf_counter()
+            start = time.process_time()
             reverse = [sorted((i, j) for j, i in s) for s in results["rev p(f|e)"].alignments[: len(de)]]
             symmetrize(forward.alignments[: len(de)], reverse, "grow-diag-final-and")
-            gdfa_seconds = time.perf_counter() - start
+            gdfa_seconds = time.process_time() - start
         del results, forward
 
     eflomal_line = "eflomal: not run (pass --eflomal)"
@@ -128,13 +128,14 @@ def main():
     print("```")
     print(f"bitext.train: {len(de)} pairs, {sum(map(len, de))} German / {sum(map(len, en))} English tokens "
           f"after preprocessing; {links / 1e6:.1f} M candidate links per direction")
-    print(f"preprocessing + compound splitter: {prep_seconds:.1f} s; "
-          f"dictionary pairs (max 3 per term, both sides in the bitext vocabulary): {len(pairs)} in {dict_seconds:.1f} s")
-    print(f"grow-diag-final-and symmetrization: {gdfa_seconds:.1f} s")
+    print(f"preprocessing + compound splitter: {prep_seconds:.1f} s CPU; dictionary pairs (max 3 per term, "
+          f"both sides in the bitext vocabulary): {len(pairs)} in {dict_seconds:.1f} s CPU")
+    print(f"grow-diag-final-and symmetrization: {gdfa_seconds:.1f} s CPU")
     print(eflomal_line)
     print("```\n")
-    print("| training data | direction | pairs | total s | setup s | s / Model 1 iter | s / IBM2 iter | final tension | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| training data | direction | pairs | wall s | CPU s | CPU s setup + Viterbi | CPU s / Model 1 iter "
+          "| CPU s / IBM2 iter | final tension | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(f"\nDictionary agreement of the top p(e|f) translation, {len(words)} most frequent covered German content words:\n")
     print("| training data | Model 1 strict | Model 1 plural-insensitive | IBM2 strict | IBM2 plural-insensitive |")
@@ -155,12 +156,15 @@ def time_eflomal(de, en) -> str:
         tgt.write_text("".join(" ".join(s) + "\n" for s in en))
         command = [str(Path(sys.executable).parent / "eflomal-align"), "-s", str(src), "-t", str(tgt),
                    "-f", str(Path(tmp) / "fwd"), "-r", str(Path(tmp) / "rev")]
-        start = time.perf_counter()
+        start, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(command, capture_output=True, text=True)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
         if done.returncode != 0:
             return f"eflomal: failed ({done.stderr.strip()[-200:]})"
-    return f"eflomal {eflomal_version()} (eflomal-align, defaults, both directions, same tokens, no dictionary): {seconds:.1f} s"
+    return (f"eflomal {eflomal_version()} (eflomal-align, defaults, both directions, same tokens, no dictionary): "
+            f"{seconds:.1f} s wall, {cpu:.1f} s CPU")
 
 
 def eflomal_version() -> str:

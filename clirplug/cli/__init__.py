@@ -22,6 +22,7 @@ COMMANDS = {
     "translate": "clirplug.cli.translate",
     "fuse": "clirplug.cli.fuse",
     "rerank": "clirplug.cli.rerank",
+    "experiment": "clirplug.cli.experiment",
 }
 
 

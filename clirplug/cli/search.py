@@ -6,6 +6,8 @@ HELP = "search an index for every topic (BM25 over Lucene) and write a TREC run 
 # and returns a run frame (qid, docid, rank, score).
 SEARCH_METHODS = {
     "bm25": "clirplug.cli.search:bm25_run",
+    "psq": "clirplug.qt.psq:psq_run",
+    "dt": "clirplug.qt.dt:dt_run",
 }
 
 
@@ -20,6 +22,18 @@ def add_arguments(parser):
     parser.add_argument("--b", type=float, default=0.4, help="BM25 b (default: Anserini's 0.4)")
     parser.add_argument("--run-tag", default=None, help="run tag, the last column (default: the output file's stem)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    psq = parser.add_argument_group("PSQ (--method psq; see docs/psq.md)")
+    psq.add_argument("--table", metavar="FILE", help="PSQ table p(e|f): JSON {\"src\": {\"tgt\": p}} or TSV src<TAB>tgt<TAB>p")
+    psq.add_argument("--psq", default="", metavar="SPEC",
+                     help="e.g. 'lambda=0.4:0.3:0.3,pL=0.01,pC=0.95,heuristic=one-to-many,stop=large,nbest=10' "
+                          "(lambda = token:grammar:nbest weights; default: Pr_token only, no thresholds)")
+    psq.add_argument("--src-lang", default="de", help="query language, for tokenization (default: de)")
+    model = parser.add_argument_group("translation model (dt, psq)")
+    model.add_argument("--model", metavar="DIR", help="model folder trained by `clirplug train` (see docs/models.md)")
+    model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    dt = parser.add_argument_group("direct translation (dt)")
+    dt.add_argument("--stopwords", metavar="FILE",
+                    help="target-language stopword list (one word a line) removed from the 1-best before search")
 
 
 def bm25_run(args, topics):

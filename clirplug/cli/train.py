@@ -7,8 +7,11 @@ HELP = "train translation models and rerankers (align, grammar, lm, ...)"
 # subcommand -> module, each with HELP, add_arguments(parser) and run(args).
 TRAIN_COMMANDS: dict[str, str] = {
     "align": "clirplug.cli.train_align",
+    "grammar": "clirplug.cli.train_grammar",
+    "lm": "clirplug.cli.train_lm",
     "weights": "clirplug.cli.train_weights",
     "boost": "clirplug.cli.train_boost",
+    "bowfd": "clirplug.cli.train_bowfd",
 }
 
 

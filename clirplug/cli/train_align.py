@@ -114,9 +114,10 @@ class Stages:
 def read_lines(path: Path) -> list[str]:
     """A text file's lines (UTF-8), with a user error naming the file when it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8").split("\n")[:-1] if path.stat().st_size else []
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 is not a break
     except (OSError, UnicodeDecodeError) as error:
         raise ClirplugError(f"{path}: cannot read ({error})") from error
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def write_tokens(path: Path, sentences) -> None:

@@ -27,8 +27,8 @@ def add_arguments(parser):
     parser.add_argument("--jobs", type=int, default=2, help="bags trained in parallel (default: 2)")
     beta = parser.add_mutually_exclusive_group()
     beta.add_argument("--beta", type=float, default=None, help="fixed identity-feature weight (no tuning, all topics train)")
-    beta.add_argument("--beta-grid", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0], metavar="B",
-                      help="beta values tried on held-out train topics (default: 0 .05 .1 .2 .3 .5 1)")
+    beta.add_argument("--beta-grid", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0], metavar="B",
+                      help="beta values tried on held-out train topics (default: 0 .1 .2 .5 1 2 5)")
     parser.add_argument("--holdout", type=float, default=0.2, help="share of train topics held out to tune beta (default: 0.2)")
     parser.add_argument("--show", type=int, default=20, help="print the first N features of the table (default: 20)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

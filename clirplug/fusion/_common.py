@@ -35,7 +35,7 @@ def check_depth(depth):
 
 
 def top(run, depth):
-    """The top ``depth`` documents of each query of ``run``, in trec_eval order, with ranks."""
+    """The top ``depth`` documents of each query of ``run``, ranked by ``sort_run`` (score descending)."""
     from clirplug.io.runs import sort_run
 
     frame = sort_run(run)

@@ -45,7 +45,7 @@ def fuse(runs, weights=None, depth=1000):
     Returns
     -------
     pandas.DataFrame
-        The fused run (``qid``, ``docid``, ``score``) in trec_eval order, ``depth`` per query.
+        The fused run (``qid``, ``docid``, ``score``), sorted, at most ``depth`` per query.
     """
     weights = check_weights(weights, len(runs), 1.0 / max(len(runs), 1))
     parts = []

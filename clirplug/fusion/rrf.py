@@ -9,7 +9,7 @@ RRF_K = 60
 def fuse(runs, weights=None, depth=1000, k=RRF_K):
     """Reciprocal rank fusion: ``score(q, d) = sum_i weights[i] / (k + rank_i(q, d))``.
 
-    Ranks start at 1 and follow trec_eval's order (score descending, docid descending);
+    Ranks start at 1 in the order of ``clirplug.io.runs.sort_run`` (score descending);
     a document outside a run's top ``depth`` contributes 0 for that run.
 
     Parameters

@@ -74,7 +74,8 @@ class IterationStats:
     iteration: int  # 1-based, over both models
     log_likelihood: float  # natural log, of the target tokens, before the M-step
     tension: float  # lambda after this iteration's update
-    seconds: float
+    seconds: float  # wall clock
+    cpu_seconds: float  # this process's CPU time (robust to a busy machine)
 
 
 @dataclass
@@ -154,7 +155,8 @@ class _Chunk:
 
 
 def _chunk_links(sents, m, n, src_ids, src_off, tgt_ids, tgt_off):
-    """Candidate links of sentence pairs ``sents``: (pair keys, jpos, per-token arrays)."""
+    """Candidate links of sentence pairs ``sents``: per link f (0 = NULL), e and j; per target token
+    the link count n + 1, the first link, the sentence and the position."""
     ms, ns = m[sents], n[sents]
     width = np.repeat(ns + 1, ms)
     tok_sent = np.repeat(sents, ms)
@@ -360,10 +362,10 @@ def train(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]], config: Al
     tension, history, model1 = config.tension, [], None
     schedule = [False] * config.model1_iterations + [True] * config.ibm2_iterations
     for number, diagonal in enumerate(schedule, start=1):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         theta, log_likelihood, tension = direction.em_iteration(theta, diagonal, tension)
         stats = IterationStats("ibm2" if diagonal else "model1", number, log_likelihood, tension,
-                               time.perf_counter() - start)
+                               time.perf_counter() - start, time.process_time() - cpu_start)
         history.append(stats)
         if progress is not None:
             progress(stats)

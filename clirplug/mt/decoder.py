@@ -70,7 +70,7 @@ class Translation(NamedTuple):
 class _Compiled:
     """A rule prepared for decoding under fixed weights."""
 
-    __slots__ = ("rule", "template", "features", "static", "priority", "links")
+    __slots__ = ("rule", "template", "features", "static", "priority", "links", "alone")
 
     def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _LanguageModel):
         self.rule = rule
@@ -87,6 +87,7 @@ class _Compiled:
         self.priority = self.static + weights.get(LANGUAGE_MODEL, 0.0) * lm.estimate(words)
         src_terminal = [not is_nonterminal(t) for t in rule.src]
         self.links = tuple((s, t) for s, t in rule.alignment if src_terminal[s] and isinstance(template[t], str))
+        self.alone = None  # the LM combination of a rule without nonterminals, made on first use
 
 
 class _Hypothesis:
@@ -274,11 +275,6 @@ class Decoder:
         tokens = list(tokens)
         n = len(tokens)
         builder = HypergraphBuilder()
-        goal = builder.add_node(("GOAL", 0, n))
-        if n == 0:
-            empty = _Hypothesis(None, 0.0, (), None, False)
-            builder.add_edge(goal, (), self._lm_features({}, self.lm.finish(empty)))
-            return builder.build(goal)
         applications = self._applications(tokens)
         cells: dict[tuple[str, int, int], list[_Hypothesis]] = {}
         for length in range(1, n + 1):
@@ -305,33 +301,48 @@ class Decoder:
                 if left and right:
                     glue.append((self._glue_left, (left, right), ()))
             cells[("S", 0, length)] = self._cube(("S", 0, length), glue, builder)
-        for hypothesis in cells[("S", 0, n)]:
-            builder.add_edge(goal, (hypothesis.node,), self._lm_features({}, self.lm.finish(hypothesis)), (0,))
+        goal = builder.add_node(("GOAL", 0, n))  # created last: the creation order is topological
+        if n == 0:
+            builder.add_edge(goal, (), {}, extra=self._lm_extra(self.lm.finish(_Hypothesis(None, 0.0, (), None, False))))
+        else:
+            for hypothesis in cells[("S", 0, n)]:
+                builder.add_edge(goal, (hypothesis.node,), {}, (0,), extra=self._lm_extra(self.lm.finish(hypothesis)))
         return builder.build(goal)
 
-    def _lm_features(self, features: dict, increment: float) -> dict:
-        if self.lm.model is not None:
-            features = dict(features)
-            features[LANGUAGE_MODEL] = features.get(LANGUAGE_MODEL, 0.0) + increment
-        return features
+    def _lm_extra(self, increment: float) -> dict | None:
+        return {LANGUAGE_MODEL: increment} if self.lm.model is not None else None
 
     def _cube(self, cell, groups, builder) -> list[_Hypothesis]:
-        """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first."""
+        """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first.
+
+        A candidate ``(g, ranks)`` is rule ``ranks[0]`` of group ``g`` with the ``ranks[1+k]``-th
+        hypothesis of its ``k``-th tail cell; it is scored exactly (LM increment included) when
+        pushed, and prioritised by that score plus the null-context estimate of its pending words.
+        """
         lm, lm_weight = self.lm, self.weights.get(LANGUAGE_MODEL, 0.0)
+        combine, has_lm = lm.combine, lm.model is not None
         heap: list = []
         seen: set = set()
-        counter = 0
+        push_heap, pop_heap = heapq.heappush, heapq.heappop
+        add_node, add_edge = builder.add_node, builder.add_edge
 
         def push(g, ranks):
-            nonlocal counter
             compiled, tails, _elements = groups[g]
             rule = compiled[ranks[0]]
-            chosen = tuple(tail[r] for tail, r in zip(tails, ranks[1:]))
-            increment, pending, state, full, estimate = lm.combine(rule.template, chosen)
-            score = rule.static + lm_weight * increment + sum(h.score for h in chosen)
-            counter += 1
-            heapq.heappush(heap, (-(score + lm_weight * estimate), counter, g, ranks, score, increment,
-                                  pending, state, full, rule, chosen))
+            if tails:
+                chosen = tuple([tail[r] for tail, r in zip(tails, ranks[1:])])
+                increment, pending, state, full, estimate = combine(rule.template, chosen)
+                score = rule.static + lm_weight * increment
+                for h in chosen:
+                    score += h.score
+            else:  # no tails: the LM part does not depend on the context, compute it once per rule
+                chosen = ()
+                if rule.alone is None:
+                    rule.alone = combine(rule.template, ())
+                increment, pending, state, full, estimate = rule.alone
+                score = rule.static + lm_weight * increment
+            push_heap(heap, (-(score + lm_weight * estimate), len(seen), g, ranks, score, increment,
+                             pending, state, full, rule, chosen))
 
         for g in range(len(groups)):
             ranks = (0,) * (1 + len(groups[g][1]))
@@ -340,26 +351,24 @@ class Decoder:
         hypotheses: dict = {}
         pops = 0
         while heap and pops < self.pop_limit:
-            _, _, g, ranks, score, increment, pending, state, full, rule, chosen = heapq.heappop(heap)
+            _, _, g, ranks, score, increment, pending, state, full, rule, chosen = pop_heap(heap)
             pops += 1
             key = (pending, state)
             hypothesis = hypotheses.get(key)
             if hypothesis is None:
-                node = builder.add_node(cell + (len(hypotheses),))
-                hypothesis = hypotheses[key] = _Hypothesis(node, score, pending, state, full)
+                hypothesis = hypotheses[key] = _Hypothesis(add_node(cell + (len(hypotheses),)), score, pending,
+                                                           state, full)
             elif score > hypothesis.score:
                 hypothesis.score = score
-            elements = groups[g][2]
-            builder.add_edge(hypothesis.node, tuple(h.node for h in chosen),
-                             self._lm_features(rule.features, increment), rule.template,
-                             tuple((elements[s], t) for s, t in rule.links), rule.rule)
-            limits = (len(groups[g][0]),) + tuple(len(t) for t in groups[g][1])
+            compiled, tails, elements = groups[g]
+            add_edge(hypothesis.node, [h.node for h in chosen], rule.features, rule.template,
+                     [(elements[s], t) for s, t in rule.links], rule.rule,
+                     {LANGUAGE_MODEL: increment} if has_lm else None)
             for d in range(len(ranks)):
-                if ranks[d] + 1 < limits[d]:
-                    successor = ranks[:d] + (ranks[d] + 1,) + ranks[d + 1:]
-                    if (g, successor) not in seen:
-                        seen.add((g, successor))
-                        push(g, successor)
+                successor = ranks[:d] + (ranks[d] + 1,) + ranks[d + 1:]
+                if successor[d] < (len(compiled) if d == 0 else len(tails[d - 1])) and (g, successor) not in seen:
+                    seen.add((g, successor))
+                    push(g, successor)
         return sorted(hypotheses.values(), key=lambda h: -h.score)
 
     # ------------------------------------------------------------------ output
@@ -367,7 +376,7 @@ class Decoder:
     def translate(self, tokens: Sequence[str], nbest: int = 1) -> list[Translation]:
         """The ``nbest`` best translations of ``tokens`` (derivations; yields may repeat)."""
         forest = self.forest(tokens)
-        return translations(forest, kbest(forest, self.weights, nbest))
+        return translations(forest, [forest.viterbi(self.weights)] if nbest == 1 else kbest(forest, self.weights, nbest))
 
 
 def translations(forest: Hypergraph, derivations) -> list[Translation]:

@@ -19,25 +19,29 @@ CountF     ``log10(1 + c(f))`` (cdec's ``SampleCountF``)
 
 ``c`` counts rule occurrences: 1 per extracted phrase pair for flat grammars; for
 hierarchical grammars each initial phrase pair contributes a count of 1 shared equally among
-the rules it yields (Chiang 2007, §3.2). Nonterminals take no part in the lexical weights.
+the rules it yields (Chiang 2007, §3.2). A rule's alignment is its most frequent internal
+alignment, and its lexical weights are those of that alignment, as in Moses (ties: the
+smallest code ``Σ 2^(j·T + t)`` over the links of the j-th source and t-th target terminal,
+``T`` the maximal number of target terminals). Nonterminals take no part in the lexical weights.
+
+Everything after reading runs on whole-corpus numpy arrays: phrase spans are found for all
+sentences at once, rule sides are encoded as rows of word ids and counted with ``np.unique``.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
 
 from clirplug.errors import ClirplugError
 from clirplug.mt.grammar import Rule, is_nonterminal
 
-Span = tuple[int, int, int, int]  # source [i, k), target [a, b): half-open
-Links = Sequence[tuple[int, int]]  # (source position, target position)
-
 FEATURES = ("EgivenF", "FgivenE", "LexEgivenF", "LexFgivenE", "CountEF", "CountF")
-NULL = -1  # the empty word of the lexical translation tables
+PAD, NT1, NT2 = 0, 1, 2  # symbols of encoded rule sides; word ids start at 3
+FIRST_WORD = 3
 
 
 class ParallelText(NamedTuple):
@@ -97,302 +101,495 @@ def read_parallel(src_path, tgt_path, align_path) -> ParallelText:
     return text
 
 
-# ---------------------------------------------------------------- phrase pairs of one sentence pair
+# ---------------------------------------------------------------- the corpus as arrays
 
 
-def _projections(n_src: int, n_tgt: int, links: Links):
-    """Per source word the min/max aligned target position, and vice versa (-1 if unaligned)."""
-    s_lo, s_hi = [n_tgt] * n_src, [-1] * n_src
-    t_lo, t_hi = [n_src] * n_tgt, [-1] * n_tgt
-    for f, e in links:
-        s_lo[f], s_hi[f] = min(s_lo[f], e), max(s_hi[f], e)
-        t_lo[e], t_hi[e] = min(t_lo[e], f), max(t_hi[e], f)
-    return s_lo, s_hi, t_lo, t_hi
+def _encode(sentences: list[list[str]]):
+    """Word ids (``FIRST_WORD`` + rank in string order), the sorted words, and sentence start offsets."""
+    ids: dict[str, int] = {}
+    flat = np.array([ids.setdefault(token, len(ids)) for tokens in sentences for token in tokens], dtype=np.int64)
+    words = sorted(ids)
+    rank = np.empty(len(words), dtype=np.int64)
+    rank[[ids[word] for word in words]] = np.arange(len(words))
+    starts = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum([len(tokens) for tokens in sentences], out=starts[1:])
+    return rank[flat] + FIRST_WORD if len(flat) else flat, words, starts
 
 
-def _consistent_cores(n_src: int, n_tgt: int, links: Links, max_src: int, max_tgt: int, tight: bool):
-    """Yield ``(i, k, tmin, tmax + 1)`` for source spans whose aligned target span is consistent.
+@dataclass
+class _Corpus:
+    """All sentence pairs as global token positions, with the alignment's projections."""
 
-    The target span is the tight one (from the first to the last aligned target word); it is
-    consistent when no word inside either span is aligned outside the other (Och & Ney 2004).
-    With ``tight`` the source span's first and last words must be aligned too.
+    src: np.ndarray  # word id of each source token
+    tgt: np.ndarray
+    src_words: list[str]  # id - FIRST_WORD -> word
+    tgt_words: list[str]
+    src_end: np.ndarray  # end (exclusive) of each source token's sentence
+    tgt_start: np.ndarray  # start of each target token's sentence
+    tgt_end: np.ndarray
+    link_src: np.ndarray  # global positions of every link
+    link_tgt: np.ndarray
+    s_lo: np.ndarray  # per source token: first/last aligned target position (BIG / -1 if unaligned)
+    s_hi: np.ndarray
+    t_lo: np.ndarray  # per target token: first/last aligned source position
+    t_hi: np.ndarray
+    aligned_prefix: np.ndarray  # aligned source tokens before each position
+    log_lex_e: np.ndarray  # prefix sums of log10 w(e|f-links) per target token, see _lexical_prefixes
+    log_lex_f: np.ndarray
+
+    @classmethod
+    def build(cls, text: ParallelText) -> _Corpus:
+        src, src_words, src_starts = _encode(text.src)
+        tgt, tgt_words, tgt_starts = _encode(text.tgt)
+        lengths_src, lengths_tgt = np.diff(src_starts), np.diff(tgt_starts)
+        n_links = np.array([len(links) for links in text.links], dtype=np.int64)
+        pairs = np.array([link for links in text.links for link in links], dtype=np.int64).reshape(-1, 2)
+        link_src = pairs[:, 0] + np.repeat(src_starts[:-1], n_links)
+        link_tgt = pairs[:, 1] + np.repeat(tgt_starts[:-1], n_links)
+        big = len(src) + len(tgt) + 1
+        s_lo, s_hi = np.full(len(src), big), np.full(len(src), -1)
+        t_lo, t_hi = np.full(len(tgt), big), np.full(len(tgt), -1)
+        np.minimum.at(s_lo, link_src, link_tgt)
+        np.maximum.at(s_hi, link_src, link_tgt)
+        np.minimum.at(t_lo, link_tgt, link_src)
+        np.maximum.at(t_hi, link_tgt, link_src)
+        aligned_prefix = np.concatenate([[0], np.cumsum(s_hi >= 0)])
+        log_lex_e, log_lex_f = _lexical_prefixes(src, tgt, link_src, link_tgt)
+        return cls(
+            src, tgt, src_words, tgt_words,
+            np.repeat(src_starts[1:], lengths_src),
+            np.repeat(tgt_starts[:-1], lengths_tgt), np.repeat(tgt_starts[1:], lengths_tgt),
+            link_src, link_tgt, s_lo, s_hi, t_lo, t_hi, aligned_prefix, log_lex_e, log_lex_f,
+        )  # fmt: skip
+
+
+def _lexical_prefixes(src: np.ndarray, tgt: np.ndarray, link_src: np.ndarray, link_tgt: np.ndarray):
+    """Prefix sums over token positions of ``log10`` of each token's lexical factor.
+
+    Word tables (Koehn et al. 2003): ``w(e|f) = c(f, e) / Σ_e' c(f, e')`` from the aligned word
+    pairs, an unaligned target word counting as aligned to ``NULL`` (and an unaligned source
+    word to a target ``NULL`` for ``w(f|e)``). The factor of a target token ``e`` in
+    ``lex(e|f, a)`` (eq. 4) is ``1/|a(e)| Σ_{f ∈ a(e)} w(e|f)``, or ``w(e|NULL)`` when
+    unaligned. Every link of a rule's terminal lies inside the rule (consistency), so a
+    rule's ``log10 lex`` is the sum of its terminals' factors: a difference of prefix sums.
     """
-    s_lo, s_hi, t_lo, t_hi = _projections(n_src, n_tgt, links)
-    for i in range(n_src):
-        if tight and s_hi[i] < 0:
-            continue
-        tmin, tmax = n_tgt, -1
-        for k in range(i, min(n_src, i + max_src)):
-            if s_hi[k] >= 0:
-                tmin, tmax = min(tmin, s_lo[k]), max(tmax, s_hi[k])
-            elif tight or tmax < 0:
-                continue
-            if tmax - tmin >= max_tgt:
-                break
-            inside = [j for j in range(tmin, tmax + 1) if t_hi[j] >= 0]
-            if any(t_lo[j] < i for j in inside):
-                break  # a target word aligned left of the span: no longer span fixes that
-            if all(t_hi[j] <= k for j in inside):
-                yield i, k + 1, tmin, tmax + 1
+    null_src, null_tgt = 0, 0  # ids 0 and 1 are never words (FIRST_WORD = 3)
+    src_unaligned = np.setdiff1d(np.arange(len(src)), link_src)
+    tgt_unaligned = np.setdiff1d(np.arange(len(tgt)), link_tgt)
+    f = np.concatenate([src[link_src], np.full(len(tgt_unaligned), null_src), src[src_unaligned]])
+    e = np.concatenate([tgt[link_tgt], tgt[tgt_unaligned], np.full(len(src_unaligned), null_tgt)])
+    width = int(max(tgt.max(initial=0), 0)) + 1
+    pairs, inverse, joint = np.unique(f * width + e, return_inverse=True, return_counts=True)
+    f_total = np.bincount(pairs // width, weights=joint)
+    e_total = np.bincount(pairs % width, weights=joint)
+    count = joint[inverse].astype(float)
+    e_given_f = count / f_total[f]
+    f_given_e = count / e_total[e]
+    n_links, n_tu = len(link_src), len(tgt_unaligned)
+    factor_e = np.zeros(len(tgt))
+    factor_e += np.bincount(link_tgt, weights=e_given_f[:n_links], minlength=len(tgt))
+    factor_e /= np.maximum(np.bincount(link_tgt, minlength=len(tgt)), 1)
+    factor_e[tgt_unaligned] = e_given_f[n_links : n_links + n_tu]
+    factor_f = np.bincount(link_src, weights=f_given_e[:n_links], minlength=len(src))
+    factor_f /= np.maximum(np.bincount(link_src, minlength=len(src)), 1)
+    factor_f[src_unaligned] = f_given_e[n_links + n_tu :]
+    return (np.concatenate([[0.0], np.cumsum(np.log10(factor_e))]), np.concatenate([[0.0], np.cumsum(np.log10(factor_f))]))
 
 
-def phrase_pairs(n_src: int, n_tgt: int, links: Links, max_src: int = 5, max_tgt: int = 5) -> list[Span]:
-    """All phrase pairs consistent with the alignment (Koehn, Och & Marcu 2003), as in Moses.
+# ---------------------------------------------------------------- phrase spans
 
-    A pair of spans is extracted when it contains at least one alignment link and no link
-    connects a word inside one span to a word outside the other; unaligned words at either
-    end extend the pair on both sides. Spans are half-open ``(i, k, a, b)``.
+
+def _phrase_cores(corpus: _Corpus, max_src: int, max_tgt: int, tight: bool) -> np.ndarray:
+    """``(i, k, a, b)`` rows (global, half-open) of source spans with a consistent target span.
+
+    The target span runs from the first to the last target word aligned to the source span;
+    it is consistent when no word inside either span is aligned outside the other (Och & Ney
+    2004). With ``tight`` both source boundary words must be aligned too. Rows are sorted by
+    ``(i, k)``.
     """
-    t_aligned = [False] * n_tgt
-    for _, e in links:
-        t_aligned[e] = True
-    pairs = []
-    for i, k, a, b in _consistent_cores(n_src, n_tgt, links, max_src, max_tgt, tight=False):
-        lowest, highest = a, b
-        while lowest > 0 and not t_aligned[lowest - 1] and b - lowest < max_tgt:
-            lowest -= 1
-        while highest < n_tgt and not t_aligned[highest] and highest - a < max_tgt:
-            highest += 1
-        for start in range(a, lowest - 1, -1):
-            for end in range(b, min(highest, start + max_tgt) + 1):
-                pairs.append((i, k, start, end))
-    return pairs
+    n, n_tgt = len(corpus.src), len(corpus.tgt)
+    # range minimum / maximum of t_lo / t_hi over windows [e, e + w) of every width w <= max_tgt
+    padded_lo = np.concatenate([corpus.t_lo, np.full(max_tgt, np.iinfo(np.int64).max)])
+    padded_hi = np.concatenate([corpus.t_hi, np.full(max_tgt, -1)])
+    window_lo, window_hi = [padded_lo[:n_tgt]], [padded_hi[:n_tgt]]
+    for w in range(1, max_tgt):
+        window_lo.append(np.minimum(window_lo[-1], padded_lo[w : w + n_tgt]))
+        window_hi.append(np.maximum(window_hi[-1], padded_hi[w : w + n_tgt]))
+    window_lo, window_hi = np.stack(window_lo), np.stack(window_hi)
+
+    start = np.arange(n)
+    tmin, tmax = corpus.s_lo.copy(), corpus.s_hi.copy()
+    found = []
+    for length in range(1, max_src + 1):
+        last = np.minimum(start + length - 1, n - 1)
+        if length > 1:
+            tmin = np.minimum(tmin, corpus.s_lo[last])
+            tmax = np.maximum(tmax, corpus.s_hi[last])
+        ok = (start + length <= corpus.src_end) & (tmax >= 0) & (tmax - tmin < max_tgt)
+        if tight:
+            ok &= (corpus.s_hi >= 0) & (corpus.s_hi[last] >= 0)
+        i = start[ok]
+        a, b = tmin[ok], tmax[ok] + 1
+        width = b - a
+        consistent = (window_lo[width - 1, a] >= i) & (window_hi[width - 1, a] < i + length)
+        found.append(np.stack([i, i + length, a, b], axis=1)[consistent])
+    spans = np.concatenate(found) if found else np.zeros((0, 4), dtype=np.int64)
+    return spans[np.lexsort((spans[:, 1], spans[:, 0]))]
 
 
-def tight_phrase_pairs(n_src: int, n_tgt: int, links: Links, max_src: int = 10, max_tgt: int = 10) -> list[Span]:
-    """Consistent phrase pairs whose four boundary words are aligned.
+def _extend_unaligned(corpus: _Corpus, cores: np.ndarray, max_tgt: int) -> np.ndarray:
+    """Every extension of the target spans of ``cores`` by unaligned boundary words (Moses)."""
+    n_tgt = len(corpus.tgt)
+    aligned = corpus.t_hi >= 0
+    position = np.arange(n_tgt)
+    # last aligned position before each index, first aligned position from each index on
+    last_aligned = np.maximum.accumulate(np.where(aligned, position, -1))
+    next_aligned = np.minimum.accumulate(np.where(aligned, position, n_tgt)[::-1])[::-1]
+    i, k, a, b = cores.T
+    previous = np.where(a > 0, last_aligned[np.maximum(a - 1, 0)], -1)
+    room_left = a - np.maximum(previous + 1, corpus.tgt_start[a])
+    following = next_aligned[np.minimum(b, n_tgt - 1)]
+    following = np.where(b < n_tgt, following, n_tgt)
+    room_right = np.minimum(following, corpus.tgt_end[a]) - b
+    extended = []
+    for left in range(max_tgt):
+        for right in range(max_tgt - left):
+            ok = (left <= room_left) & (right <= room_right) & (b - a + left + right <= max_tgt)
+            extended.append(np.stack([i[ok], k[ok], a[ok] - left, b[ok] + right], axis=1))
+    spans = np.concatenate(extended)
+    return spans[np.lexsort((spans[:, 3], spans[:, 2], spans[:, 1], spans[:, 0]))]
 
-    These are Chiang's (2007, §3.2) initial phrases: of the pairs with the same alignment
-    links he keeps only the smallest, i.e. the one without unaligned boundary words.
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(r, j)`` for every row ``r`` and every ``j`` in ``[lo[r], hi[r])``."""
+    counts = np.maximum(hi - lo, 0)
+    rows = np.repeat(np.arange(len(lo)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rows, lo[rows] + offsets
+
+
+def _hiero_instances(corpus: _Corpus, initial: np.ndarray, max_terminals: int, max_nonterminals: int) -> np.ndarray:
+    """Rule instances ``(initial phrase, hole 1, hole 2)`` (indices into ``initial``, -1 for none).
+
+    Chiang's (2007, §3.2) limits: holes are sub-phrase pairs of the initial phrase (strictly
+    smaller), at most ``max_nonterminals``, not adjacent on the source side; at most
+    ``max_terminals`` source terminals remain, at least one of them aligned. ``initial``
+    must be sorted by ``(i, k)``.
     """
-    return list(_consistent_cores(n_src, n_tgt, links, max_src, max_tgt, tight=True))
-
-
-def hiero_choices(
-    initial: Span, subphrases: Sequence[Span], aligned_prefix: Sequence[int], max_terminals: int = 5, max_nonterminals: int = 2
-) -> list[tuple[Span, ...]]:
-    """The sub-phrase sets that turn ``initial`` into a rule under Chiang's (2007, §3.2) limits.
-
-    Each choice lists 0 to ``max_nonterminals`` sub-phrase pairs of ``initial`` (ordered by
-    source position) to replace by nonterminals, such that the rule keeps at most
-    ``max_terminals`` source terminals and at least one aligned one, and no two source
-    nonterminals are adjacent. ``aligned_prefix[p]`` counts the aligned source words before ``p``.
-    """
-    i, k = initial[0], initial[1]
-    inner = [s for s in subphrases if i <= s[0] and s[1] <= k and (s[0], s[1]) != (i, k)]
-    inner.sort()
-    aligned = aligned_prefix[k] - aligned_prefix[i]
-    choices: list[tuple[Span, ...]] = []
-    if k - i <= max_terminals:
-        choices.append(())
+    i, k = initial[:, 0], initial[:, 1]
+    prefix = corpus.aligned_prefix
+    size = k - i
+    aligned = prefix[k] - prefix[i]
+    # sub-phrases: phrases starting inside the initial phrase and ending inside it
+    outer, inner = _expand(np.searchsorted(i, i, "left"), np.searchsorted(i, k, "left"))
+    keep = (k[inner] <= k[outer]) & (inner != outer)
+    outer, inner = outer[keep], inner[keep]
+    instances = []
+    zero = np.flatnonzero((size <= max_terminals) & (aligned > 0))
+    instances.append(np.stack([zero, np.full(len(zero), -1), np.full(len(zero), -1)], axis=1))
     if max_nonterminals >= 1:
-        for s in inner:
-            if k - i - (s[1] - s[0]) <= max_terminals and aligned > aligned_prefix[s[1]] - aligned_prefix[s[0]]:
-                choices.append((s,))
+        ok = (size[outer] - size[inner] <= max_terminals) & (aligned[outer] > aligned[inner])
+        instances.append(np.stack([outer[ok], inner[ok], np.full(int(ok.sum()), -1)], axis=1))
     if max_nonterminals >= 2:
-        for x, s in enumerate(inner):
-            covered_s = s[1] - s[0]
-            aligned_s = aligned_prefix[s[1]] - aligned_prefix[s[0]]
-            for t in inner[x + 1 :]:
-                if t[0] <= s[1]:
-                    continue  # overlapping or adjacent on the source side
-                if k - i - covered_s - (t[1] - t[0]) > max_terminals:
-                    continue
-                if aligned - aligned_s - (aligned_prefix[t[1]] - aligned_prefix[t[0]]) > 0:
-                    choices.append((s, t))
-    return choices
+        # a second hole starts at least one word after the first ends, in the same initial phrase
+        stride = len(corpus.src) + 2
+        key = outer * stride + i[inner]
+        block_end = np.searchsorted(outer, outer, "right")
+        first, second = _expand(np.searchsorted(key, outer * stride + k[inner] + 1, "left"), block_end)
+        p, h1, h2 = outer[first], inner[first], inner[second]
+        ok = (size[p] - size[h1] - size[h2] <= max_terminals) & (aligned[p] > aligned[h1] + aligned[h2])
+        instances.append(np.stack([p[ok], h1[ok], h2[ok]], axis=1))
+    return np.concatenate(instances)
 
 
-# ---------------------------------------------------------------- rule instances
-
-# A rule key: (source, target, alignment) with words as vocabulary ids and nonterminal k as -k.
-RuleKey = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]
+# ---------------------------------------------------------------- rule instances as rows of symbols
 
 
-def _rule_key(span: Span, holes: tuple[Span, ...], src: Sequence[int], tgt: Sequence[int], links_by_src) -> RuleKey:
-    i, k, a, b = span
-    src_side: list[int] = []
-    src_at: dict[int, int] = {}
-    p = i
-    for number, hole in enumerate(holes, 1):
-        for q in range(p, hole[0]):
-            src_at[q] = len(src_side)
-            src_side.append(src[q])
-        src_side.append(-number)
-        p = hole[1]
-    for q in range(p, k):
-        src_at[q] = len(src_side)
-        src_side.append(src[q])
-    tgt_side: list[int] = []
-    tgt_at: dict[int, int] = {}
-    by_target = sorted((hole[2], hole[3], number) for number, hole in enumerate(holes, 1))
-    p = a
-    for start, end, number in by_target:
-        for q in range(p, start):
-            tgt_at[q] = len(tgt_side)
-            tgt_side.append(tgt[q])
-        tgt_side.append(-number)
-        p = end
-    for q in range(p, b):
-        tgt_at[q] = len(tgt_side)
-        tgt_side.append(tgt[q])
-    alignment = tuple(sorted((src_at[f], tgt_at[e]) for f in src_at for e in links_by_src[f]))
-    return tuple(src_side), tuple(tgt_side), alignment
+def _links_by_source(corpus: _Corpus) -> np.ndarray:
+    """``(n_src, K)`` target positions of each source token's links, padded with -1."""
+    order = np.argsort(corpus.link_src, kind="stable")
+    f, e = corpus.link_src[order], corpus.link_tgt[order]
+    first = np.searchsorted(f, f, "left")
+    slot = np.arange(len(f)) - first
+    table = np.full((len(corpus.src), int(slot.max(initial=-1)) + 1), -1, dtype=np.int64)
+    table[f, slot] = e
+    return table
 
 
-class _Vocabulary:
-    def __init__(self):
-        self.ids: dict[str, int] = {}
-        self.words: list[str] = []
+def _side_rows(words, start, end, holes, width):
+    """Encode spans ``[start, end)`` with up to two holes ``(x, y, symbol)`` (in span order) as rows.
 
-    def encode(self, tokens: Sequence[str]) -> list[int]:
-        ids = self.ids
-        out = []
-        for token in tokens:
-            index = ids.get(token)
-            if index is None:
-                index = ids[token] = len(self.words)
-                self.words.append(token)
-            out.append(index)
-        return out
-
-
-def _progress(iterable, total: int, desc: str, show: bool):
-    if not show:
-        return iterable
-    from tqdm import tqdm
-
-    return tqdm(iterable, total=total, desc=desc, unit="sent", mininterval=1.0)
-
-
-class _Extraction:
-    """Encoded corpus, per-sentence link lists and the word-level lexical tables."""
-
-    def __init__(self, text: ParallelText):
-        self.src_vocab, self.tgt_vocab = _Vocabulary(), _Vocabulary()
-        self.src = [self.src_vocab.encode(sentence) for sentence in text.src]
-        self.tgt = [self.tgt_vocab.encode(sentence) for sentence in text.tgt]
-        self.links = text.links
-        self.e_given_f, self.f_given_e = lexical_tables(self.src, self.tgt, self.links)
-
-
-def lexical_tables(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], links: Sequence[Links]):
-    """Word translation tables ``w(e|f)`` and ``w(f|e)`` from aligned word counts (Koehn et al. 2003).
-
-    ``w(e|f) = c(f, e) / Σ_e' c(f, e')``, where an unaligned target word counts as aligned
-    to ``NULL`` (and an unaligned source word to a target ``NULL`` for ``w(f|e)``). Returns
-    two dicts keyed ``(f, e)`` and ``(e, f)``.
+    Returns the rows (``width`` symbols, words as ``id``, holes as their symbol, padding
+    ``PAD``) and, per terminal slot ``j``, the position of the ``j``-th terminal (-1 past the end).
     """
-    joint: Counter = Counter()
-    for s, t, pairs in zip(src, tgt, links):
-        s_aligned, t_aligned = [False] * len(s), [False] * len(t)
-        for f, e in pairs:
-            joint[s[f], t[e]] += 1
-            s_aligned[f] = t_aligned[e] = True
-        joint.update((s[f], NULL) for f in range(len(s)) if not s_aligned[f])
-        joint.update((NULL, t[e]) for e in range(len(t)) if not t_aligned[e])
-    f_total: Counter = Counter()
-    e_total: Counter = Counter()
-    for (f, e), count in joint.items():
-        f_total[f] += count
-        e_total[e] += count
-    e_given_f = {(f, e): count / f_total[f] for (f, e), count in joint.items()}
-    f_given_e = {(e, f): count / e_total[e] for (f, e), count in joint.items()}
-    return e_given_f, f_given_e
-
-
-def lexical_weight(src: Sequence[int], tgt: Sequence[int], alignment: Links, table) -> float:
-    """``lex(e|f, a) = Π_i 1/|{j : (j, i) ∈ a}| Σ_{(j, i) ∈ a} w(e_i|f_j)`` (Koehn et al. 2003, eq. 4).
-
-    ``src``/``tgt`` are rule sides with nonterminals as negative ids (skipped), ``alignment``
-    holds ``(source, target)`` positions and ``table[(f, e)] = w(e|f)``; an unaligned target
-    word ``e`` takes ``w(e|NULL)``. Swap the sides (and the link order) for ``lex(f|e, a)``.
-    """
-    sources: dict[int, list[int]] = {}
-    for f, e in alignment:
-        sources.setdefault(e, []).append(f)
-    weight = 1.0
-    for position, word in enumerate(tgt):
-        if word < 0:
-            continue
-        aligned = sources.get(position)
-        if aligned:
-            weight *= sum(table[src[f], word] for f in aligned) / len(aligned)
-        else:
-            weight *= table[NULL, word]
-    return weight
-
-
-def _cost(probability: float) -> float:
-    return _rounded(-math.log10(probability))
-
-
-def _rounded(value: float) -> float:
-    return float(f"{value:.6g}") + 0.0  # 6 significant digits; + 0.0 turns -0.0 into 0.0
-
-
-def _score(counts: dict[RuleKey, float], work: _Extraction) -> list[Rule]:
-    """Turn ``(src, tgt, alignment) -> count`` into scored rules, sorted by source then target."""
-    pair_count: Counter = Counter()
-    best: dict[tuple, tuple[float, tuple]] = {}
-    for (src, tgt, alignment), count in counts.items():
-        pair = (src, tgt)
-        pair_count[pair] += count
-        held = best.get(pair)
-        if held is None or count > held[0] or (count == held[0] and alignment < held[1]):
-            best[pair] = (count, alignment)
-    src_count: Counter = Counter()
-    tgt_count: Counter = Counter()
-    for (src, tgt), count in pair_count.items():
-        src_count[src] += count
-        tgt_count[tgt] += count
-    src_words, tgt_words = work.src_vocab.words, work.tgt_vocab.words
-    rules = []
-    for (src, tgt), count in pair_count.items():
-        alignment = best[src, tgt][1]
-        inverse = tuple((e, f) for f, e in alignment)
-        features = (
-            ("EgivenF", _cost(count / src_count[src])),
-            ("FgivenE", _cost(count / tgt_count[tgt])),
-            ("LexEgivenF", _cost(lexical_weight(src, tgt, alignment, work.e_given_f))),
-            ("LexFgivenE", _cost(lexical_weight(tgt, src, inverse, work.f_given_e))),
-            ("CountEF", _rounded(math.log10(1 + count))),
-            ("CountF", _rounded(math.log10(1 + src_count[src]))),
+    (x1, y1, s1), (x2, y2, s2) = holes
+    has1, has2 = (y1 > x1), (y2 > x2)
+    x1, y1 = np.where(has1, x1, end), np.where(has1, y1, end)
+    x2, y2 = np.where(has2, x2, end), np.where(has2, y2, end)
+    length0, length1, length2 = x1 - start, x2 - y1, end - y2
+    c1 = length0 + has1
+    c2 = c1 + length1
+    c3 = c2 + has2
+    c4 = c3 + length2
+    n = len(words)
+    rows = np.zeros((len(start), width), dtype=np.int64)
+    for p in range(width):
+        rows[:, p] = np.select(
+            [p < length0, has1 & (p == length0), p < c2, has2 & (p == c2), p < c4],
+            [
+                words[np.minimum(start + p, n - 1)],
+                s1,
+                words[np.clip(y1 + p - c1, 0, n - 1)],
+                s2,
+                words[np.clip(y2 + p - c3, 0, n - 1)],
+            ],
+            PAD,
         )
-        rules.append(
-            Rule(
-                "X",
-                tuple(src_words[w] if w >= 0 else f"[X,{-w}]" for w in src),
-                tuple(tgt_words[w] if w >= 0 else f"[X,{-w}]" for w in tgt),
-                features,
-                alignment,
+    terminals = []
+    for j in range(width):
+        terminals.append(
+            np.select(
+                [j < length0, j < length0 + length1, j < length0 + length1 + length2],
+                [start + j, y1 + j - length0, y2 + j - length0 - length1],
+                -1,
             )
         )
-    rules.sort(key=lambda rule: (rule.src, rule.features[0][1], rule.tgt))
-    return rules
+    return rows, terminals
 
 
-def _links_by_source(n_src: int, links: Links) -> list[list[int]]:
-    by_src: list[list[int]] = [[] for _ in range(n_src)]
-    for f, e in links:
-        by_src[f].append(e)
-    return by_src
+def _row_ids(rows: np.ndarray, base: int) -> np.ndarray:
+    """Dense ids of identical rows (exact): columns packed into int64 keys, one ``np.unique`` per pack."""
+    ids = np.zeros(len(rows), dtype=np.int64)
+    bound, column = 1, 0
+    while column < rows.shape[1]:
+        key = ids * base + rows[:, column]
+        bound, column = bound * base, column + 1
+        while column < rows.shape[1] and bound * base < 2**62:
+            key = key * base + rows[:, column]
+            bound, column = bound * base, column + 1
+        ids = np.unique(key, return_inverse=True)[1].astype(np.int64).ravel()
+        bound = int(ids.max(initial=0)) + 1
+    return ids
 
 
-def extract_flat(text: ParallelText, max_phrase: int = 5, progress: bool = False) -> list[Rule]:
-    """Score every consistent phrase pair of ``text`` (:func:`phrase_pairs`) as a flat rule.
+def _instance_rows(corpus: _Corpus, links, spans, hole1, hole2, n_src_terms: int, n_tgt_terms: int, n_nt: int):
+    """Source and target rows, internal-alignment codes and log10 lexical weights of rule instances."""
+    i, k, a, b = spans.T
+    src_rows, src_terminals = _side_rows(
+        corpus.src, i, k, ((hole1[:, 0], hole1[:, 1], NT1), (hole2[:, 0], hole2[:, 1], NT2)), n_src_terms + n_nt
+    )
+    swap = (hole2[:, 1] > hole2[:, 0]) & (hole2[:, 2] < hole1[:, 2])
+    first = np.where(swap[:, None], hole2, hole1)
+    second = np.where(swap[:, None], hole1, hole2)
+    tgt_rows, _ = _side_rows(
+        corpus.tgt, a, b,
+        ((first[:, 2], first[:, 3], np.where(swap, NT2, NT1)), (second[:, 2], second[:, 3], np.where(swap, NT1, NT2))),
+        n_tgt_terms + n_nt,
+    )  # fmt: skip
+    # internal alignment code: bit j * n_tgt_terms + t for a link of source terminal j and target terminal t
+    code = np.zeros(len(spans), dtype=np.int64)
+    for j, position in enumerate(src_terminals[:n_src_terms]):
+        valid = position >= 0
+        for slot in range(links.shape[1]):
+            e = links[np.maximum(position, 0), slot]
+            ok = valid & (e >= 0)
+            t = e - a - (e >= first[:, 3]) * (first[:, 3] - first[:, 2]) - (e >= second[:, 3]) * (second[:, 3] - second[:, 2])
+            code |= np.where(ok, np.left_shift(1, j * n_tgt_terms + np.where(ok, t, 0)), 0)
 
-    Each extracted pair counts 1; a rule's alignment is its most frequent internal alignment
-    (ties: the smallest), as in Moses.
+    def inside(prefix, lo, hi):
+        return prefix[hi] - prefix[lo]
+
+    lex_e = inside(corpus.log_lex_e, a, b) - inside(corpus.log_lex_e, hole1[:, 2], hole1[:, 3]) - inside(corpus.log_lex_e, hole2[:, 2], hole2[:, 3])
+    lex_f = inside(corpus.log_lex_f, i, k) - inside(corpus.log_lex_f, hole1[:, 0], hole1[:, 1]) - inside(corpus.log_lex_f, hole2[:, 0], hole2[:, 1])
+    return src_rows.astype(np.int32), tgt_rows.astype(np.int32), code, lex_e, lex_f
+
+
+def _significant(values: np.ndarray, digits: int = 6) -> np.ndarray:
+    """Round to ``digits`` significant digits, as ``float(f"{v:.6g}")`` does, and turn -0.0 into 0.0.
+
+    ``round(v · 10^k) / 10^k`` with an exact power of ten is the double nearest the decimal,
+    so the written values stay short.
     """
-    work = _Extraction(text)
-    counts: Counter = Counter()
-    sentences = zip(work.src, work.tgt, work.links)
-    for src, tgt, links in _progress(sentences, len(work.src), "flat phrases", progress):
-        by_src = _links_by_source(len(src), links)
-        for span in phrase_pairs(len(src), len(tgt), links, max_phrase, max_phrase):
-            counts[_rule_key(span, (), src, tgt, by_src)] += 1
-    return _score(counts, work)
+    magnitude = np.floor(np.log10(np.abs(np.where(values == 0, 1.0, values))))
+    shift = (digits - 1 - magnitude).astype(int)
+    up = 10.0 ** np.maximum(shift, 0)
+    down = 10.0 ** np.maximum(-shift, 0)
+    return np.where(shift >= 0, np.round(values * up) / up, np.round(values / down) * down) + 0.0
+
+
+@dataclass
+class ScoredRules:
+    """Extracted, scored rules kept as arrays; iterating yields :class:`Rule` objects.
+
+    Rules are ordered by source side (word by word, words in string order, nonterminals
+    first), then by ``EgivenF``. Large grammars are materialized in batches while iterating,
+    so ``write_grammar(rules, path)`` streams.
+    """
+
+    src_words: list[str]
+    tgt_words: list[str]
+    src_rows: np.ndarray  # (n, width) symbols: PAD, NT1, NT2 or FIRST_WORD + word index
+    tgt_rows: np.ndarray
+    codes: np.ndarray  # internal alignment, bit j * n_tgt_terms + t
+    features: np.ndarray  # (n, len(FEATURES)), rounded to 6 significant digits
+    n_tgt_terms: int
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def select(self, keep: np.ndarray) -> ScoredRules:
+        """The rules at the (sorted) indices or boolean mask ``keep``."""
+        return ScoredRules(
+            self.src_words, self.tgt_words, self.src_rows[keep], self.tgt_rows[keep], self.codes[keep],
+            self.features[keep], self.n_tgt_terms,
+        )  # fmt: skip
+
+    def top_n(self, n: int) -> ScoredRules:
+        """Keep the ``n`` targets of highest ``p(e|f)`` per source side (ties: target order)."""
+        if n < 1:
+            raise ClirplugError(f"top_n must be at least 1, got {n}")
+        same = np.concatenate([[False], (self.src_rows[1:] == self.src_rows[:-1]).all(axis=1)])
+        group_start = np.maximum.accumulate(np.where(same, 0, np.arange(len(self))))
+        return self.select(np.arange(len(self)) - group_start < n)
+
+    def for_sentences(self, sentences: list[list[str]]) -> ScoredRules:
+        """Keep the rules whose source side can match a span of one of ``sentences``.
+
+        The per-corpus form of :func:`clirplug.mt.grammar.filter_for_sentence` (Moses'
+        filtering of a model for a test set): cdec and Ture & Lin use per-query grammars.
+        """
+        from clirplug.mt.grammar import source_matches
+
+        index: dict[str, set[int]] = {}
+        for number, tokens in enumerate(sentences):
+            for token in tokens:
+                index.setdefault(token, set()).add(number)
+        known = np.zeros(len(self.src_words) + FIRST_WORD, dtype=bool)
+        known[:FIRST_WORD] = True
+        for word_index, word in enumerate(self.src_words):
+            known[FIRST_WORD + word_index] = word in index
+        candidate = known[self.src_rows].all(axis=1)
+        sides, inverse = np.unique(self.src_rows[candidate], axis=0, return_inverse=True)
+        vocabulary = ["", "[X,1]", "[X,2]"] + self.src_words
+        matches = np.zeros(len(sides), dtype=bool)
+        for number, row in enumerate(sides.tolist()):
+            side = tuple(vocabulary[w] for w in row if w != PAD)
+            words = [w for w in side if w not in ("[X,1]", "[X,2]")]
+            pool = set.intersection(*(index[w] for w in words)) if words else range(len(sentences))
+            matches[number] = any(source_matches(side, sentences[s]) for s in pool)
+        keep = np.zeros(len(self), dtype=bool)
+        keep[np.flatnonzero(candidate)[matches[inverse.ravel()]]] = True
+        return self.select(keep)
+
+    def _decoded(self, start: int, stop: int):
+        """``(source tokens, target tokens, alignment, feature values)`` of rules ``start:stop``."""
+        src_vocab = ["", "[X,1]", "[X,2]"] + self.src_words
+        tgt_vocab = ["", "[X,1]", "[X,2]"] + self.tgt_words
+        width = self.n_tgt_terms
+        rows = zip(
+            self.src_rows[start:stop].tolist(), self.tgt_rows[start:stop].tolist(),
+            self.codes[start:stop].tolist(), self.features[start:stop].tolist(),
+        )  # fmt: skip
+        for src_row, tgt_row, code, values in rows:
+            src_at = [p for p, w in enumerate(src_row) if w >= FIRST_WORD]
+            tgt_at = [p for p, w in enumerate(tgt_row) if w >= FIRST_WORD]
+            alignment = []
+            while code:
+                bit = (code & -code).bit_length() - 1
+                alignment.append((src_at[bit // width], tgt_at[bit % width]))
+                code &= code - 1
+            alignment.sort()
+            yield [src_vocab[w] for w in src_row if w != PAD], [tgt_vocab[w] for w in tgt_row if w != PAD], alignment, values
+
+    def __iter__(self):
+        for start in range(0, len(self), 100_000):
+            for src, tgt, alignment, values in self._decoded(start, start + 100_000):
+                yield Rule("X", tuple(src), tuple(tgt), tuple(zip(FEATURES, values)), tuple(alignment))
+
+    def lines(self):
+        """The rules formatted as by :func:`clirplug.mt.grammar.format_rule`, without making Rule objects."""
+        template = " ".join(f"{name}={{{number}!r}}" for number, name in enumerate(FEATURES))
+        for start in range(0, len(self), 100_000):
+            for src, tgt, alignment, values in self._decoded(start, start + 100_000):
+                links = " ".join(f"{i}-{j}" for i, j in alignment)
+                yield f"[X] ||| {' '.join(src)} ||| {' '.join(tgt)} ||| {template.format(*values)} ||| {links}"
+
+    def write(self, path) -> None:
+        """Write the grammar (cdec format, gzip for ``.gz``), byte-identical to ``write_grammar(self, path)``."""
+        from clirplug.mt.grammar import write_grammar_lines
+
+        write_grammar_lines(self.lines(), path)
+
+
+def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_terms: int, chunk: int = 2_000_000):
+    """Count rule instances into scored rules.
+
+    ``instances`` rows are ``(phrase, hole 1, hole 2)``: indices into the ``(i, k, a, b)``
+    rows of ``phrases``, -1 for no hole; ``weight`` is each instance's count.
+    """
+    n_nt = int((instances[:, 1] >= 0).any()) + int((instances[:, 2] >= 0).any())
+    padded = np.concatenate([phrases, np.zeros((1, 4), dtype=phrases.dtype)])  # row -1: a zero-length hole
+    links = _links_by_source(corpus)
+    parts = []
+    for s in range(0, len(instances), chunk):
+        rows = instances[s : s + chunk]
+        parts.append(
+            _instance_rows(corpus, links, padded[rows[:, 0]], padded[rows[:, 1]], padded[rows[:, 2]], n_src_terms, n_tgt_terms, n_nt)
+        )
+    src_rows, tgt_rows, code, log_lex_e, log_lex_f = (np.concatenate([part[c] for part in parts]) for c in range(5))
+    del parts
+
+    base = len(corpus.src_words) + FIRST_WORD
+    src_id, tgt_id = _row_ids(src_rows, base), _row_ids(tgt_rows, base)
+    pair = np.unique(src_id * (int(tgt_id.max(initial=0)) + 1) + tgt_id, return_inverse=True)[1].ravel()
+
+    # (rule, alignment) groups; the best group of a rule has the largest count, then the smallest code
+    order = np.lexsort((code, pair))
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(pair[order]) | np.diff(code[order])) + 1])
+    group_weight = np.add.reduceat(weight[order], starts)
+    group_pair, group_code, group_first = pair[order][starts], code[order][starts], order[starts]
+    del order
+    best = np.lexsort((group_code, -group_weight, group_pair))
+    best = best[np.concatenate([[True], np.diff(group_pair[best]) != 0])]
+    count = np.bincount(group_pair, weights=group_weight)
+    representative = group_first[best]
+    rule_src, rule_tgt = src_id[representative], tgt_id[representative]
+    src_count = np.bincount(rule_src, weights=count)[rule_src]
+    tgt_count = np.bincount(rule_tgt, weights=count)[rule_tgt]
+    features = np.stack(
+        [
+            -np.log10(count / src_count),
+            -np.log10(count / tgt_count),
+            -log_lex_e[representative],
+            -log_lex_f[representative],
+            np.log10(1 + count),
+            np.log10(1 + src_count),
+        ],
+        axis=1,
+    )
+    features = _significant(features)
+    order = np.lexsort((rule_tgt, features[:, 0], rule_src))
+    representative = representative[order]
+    return ScoredRules(
+        corpus.src_words, corpus.tgt_words, src_rows[representative], tgt_rows[representative],
+        group_code[best][order], features[order], n_tgt_terms,
+    )  # fmt: skip
+
+
+def extract_flat(text: ParallelText, max_phrase: int = 5) -> ScoredRules:
+    """Score every consistent phrase pair of ``text`` as a flat rule (Koehn, Och & Marcu 2003).
+
+    A pair of spans of at most ``max_phrase`` words each is extracted when it contains at
+    least one alignment link and no link connects a word inside one span to a word outside
+    the other; unaligned boundary words extend pairs on both sides, as in Moses. Each
+    extracted pair counts 1.
+    """
+    if max_phrase < 1 or max_phrase * max_phrase > 62:
+        raise ClirplugError(f"max_phrase must be between 1 and 7, got {max_phrase}")
+    corpus = _Corpus.build(text)
+    spans = _extend_unaligned(corpus, _phrase_cores(corpus, max_phrase, max_phrase, tight=False), max_phrase)
+    instances = np.stack([np.arange(len(spans)), np.full(len(spans), -1), np.full(len(spans), -1)], axis=1)
+    return _score(corpus, spans, instances, np.ones(len(spans)), max_phrase, max_phrase)
 
 
 def extract_hiero(
@@ -400,30 +597,21 @@ def extract_hiero(
     max_initial: int = 10,
     max_terminals: int = 5,
     max_nonterminals: int = 2,
-    progress: bool = False,
-) -> list[Rule]:
+) -> ScoredRules:
     """Extract and score hierarchical rules (Chiang 2007, §3.2).
 
-    Initial phrases are the tight phrase pairs (:func:`tight_phrase_pairs`) of at most
-    ``max_initial`` words on either side; each yields the rules of :func:`hiero_choices`,
-    which share its count of 1 equally.
+    Initial phrases are the tight consistent phrase pairs (no unaligned boundary word: of the
+    pairs with the same links Chiang keeps the smallest) of at most ``max_initial`` words on
+    either side. Each yields itself and the rules made by replacing one or two of its
+    sub-phrase pairs by linked nonterminals, under the limits of :func:`_hiero_instances`,
+    and shares a count of 1 equally among them.
     """
-    work = _Extraction(text)
-    counts: dict[RuleKey, float] = {}
-    sentences = zip(work.src, work.tgt, work.links)
-    for src, tgt, links in _progress(sentences, len(work.src), "hiero rules", progress):
-        initials = tight_phrase_pairs(len(src), len(tgt), links, max_initial, max_initial)
-        if not initials:
-            continue
-        by_src = _links_by_source(len(src), links)
-        aligned_prefix = [0]
-        for targets in by_src:
-            aligned_prefix.append(aligned_prefix[-1] + (1 if targets else 0))
-        for initial in initials:
-            choices = hiero_choices(initial, initials, aligned_prefix, max_terminals, max_nonterminals)
-            share = 1.0 / len(choices) if choices else 0.0
-            for holes in choices:
-                key = _rule_key(initial, holes, src, tgt, by_src)
-                counts[key] = counts.get(key, 0.0) + share
-    return _score(counts, work)
-
+    if not 0 <= max_nonterminals <= 2:
+        raise ClirplugError(f"max_nonterminals must be 0, 1 or 2, got {max_nonterminals}")
+    if max_terminals < 1 or max_terminals * max_initial > 62:
+        raise ClirplugError(f"max_terminals x max_initial must be at most 62, got {max_terminals} x {max_initial}")
+    corpus = _Corpus.build(text)
+    initial = _phrase_cores(corpus, max_initial, max_initial, tight=True)
+    instances = _hiero_instances(corpus, initial, max_terminals, max_nonterminals)
+    share = 1.0 / np.maximum(np.bincount(instances[:, 0], minlength=len(initial)), 1)
+    return _score(corpus, initial, instances, share[instances[:, 0]], max_terminals, max_initial)

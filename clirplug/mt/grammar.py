@@ -207,29 +207,29 @@ def read_grammar(path) -> list[Rule]:
 
 
 def write_grammar(rules: Iterable[Rule], path) -> None:
-    """Write ``rules`` one a line in the cdec 5-field form, atomically.
+    """Write ``rules`` one a line in the cdec 5-field form (:func:`format_rule`), atomically.
 
     A path ending in ``.gz`` is gzip-compressed with a fixed header (no name, time 0), so
     ``write(read(write(x)))`` gives byte-identical files.
     """
+    write_grammar_lines(map(format_rule, rules), path)
+
+
+def write_grammar_lines(lines: Iterable[str], path, batch: int = 20000) -> None:
+    """Write already formatted rule lines (see :func:`write_grammar`)."""
     path = Path(path)
     with atomic_open(path, "wb") as raw:
-        if path.suffix == ".gz":
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-                _write_lines(rules, packed)
-        else:
-            _write_lines(rules, raw)
-
-
-def _write_lines(rules: Iterable[Rule], handle, batch: int = 10000) -> None:
-    lines = []
-    for rule in rules:
-        lines.append(format_rule(rule))
-        if len(lines) >= batch:
-            handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-            lines = []
-    if lines:
-        handle.write(("\n".join(lines) + "\n").encode("utf-8"))
+        handle = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) if path.suffix == ".gz" else raw
+        chunk = []
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) >= batch:
+                handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
+                chunk = []
+        if chunk:
+            handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
+        if handle is not raw:
+            handle.close()
 
 
 def rule_score(rule: Rule, feature: str | Mapping[str, float]) -> float:

@@ -335,6 +335,7 @@ class PsqSettings:
                     changes["stopwords"] = value.strip()
                 elif key == "nbest":
                     changes["nbest"] = int(value)
+
                 else:
                     raise ClirplugError(f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest)")
             except ValueError:
@@ -374,7 +375,11 @@ class PsqBuilder:
         self.tgt_stopwords = load_stopwords(tgt_list) if tgt_list else frozenset()
 
     def sentence(self, tokens: Sequence[str]) -> list[Distribution]:
-        """One pruned distribution per source token of one sentence (repeats kept, stopwords dropped)."""
+        """One pruned distribution per source token of one sentence.
+
+        Repeated tokens keep one distribution each; source stopwords and tokens without a
+        letter or digit are dropped.
+        """
         s = self.settings
         tables = []
         if s.weights["grammar"] > 0:
@@ -385,8 +390,8 @@ class PsqBuilder:
             tables.append(("token", self.token))
         result = []
         for src in tokens:
-            if src in self.src_stopwords:
-                continue
+            if src in self.src_stopwords or not any(char.isalnum() for char in src):
+                continue  # a stopword, or punctuation, which no analyzer indexes
             parts = [table.translations(src) for _, table in tables]
             if not any(parts):
                 dist = {src: 1.0}  # self-translation of an unknown token

@@ -234,7 +234,8 @@ def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0, min_
     For triple i, pairs(q, d+) minus pairs(q, d-) is ``S(q) x (T(d+) - T(d-))``; ``P[i, b]``
     counts those of its pairs that hash to bucket ``b``, ``M[i, b]`` the same for
     ``S(q) x (T(d-) - T(d+))``. Columns are the buckets found in at least ``min_triples``
-    triples (in P or M), renumbered; with ``min_triples=1`` every active bucket is kept.
+    rows of P and M together (a row of each counted separately), renumbered; with
+    ``min_triples=1`` every active bucket is kept.
 
     Returns
     -------

@@ -1,20 +1,16 @@
-"""Grammar extraction: phrase pairs and Hiero rules of a hand-aligned toy bitext, computed by hand."""
+"""Grammar extraction: phrase pairs and Hiero rules of a hand-aligned toy bitext, computed by hand,
+and the vectorized extractor against a per-rule Python reference on random alignments."""
 
 import math
+import random
 
 import pytest
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.extract import (
-    ParallelText,
-    extract_flat,
-    extract_hiero,
-    hiero_choices,
-    phrase_pairs,
-    read_parallel,
-    tight_phrase_pairs,
-)
-from clirplug.mt.grammar import read_grammar, write_grammar
+from clirplug.mt.extract import ParallelText, extract_flat, extract_hiero, read_parallel
+from clirplug.mt.grammar import filter_for_sentence, format_rule, read_grammar, write_grammar
+import extract_reference as reference
+from extract_reference import hiero_choices, phrase_pairs, tight_phrase_pairs
 
 # ---------------------------------------------------------------- FIXTURES
 #
@@ -217,10 +213,79 @@ def test_hiero_limits():
     assert ((0, 1, 0, 1), (2, 4, 2, 4)) not in hiero_choices(whole, initials, [0, 1, 1, 2, 3])
 
 
+def test_hiero_limits_in_extraction(toy):
+    one = ParallelText(toy.src[1:2], toy.tgt[1:2], toy.links[1:2])
+    sentence_1 = {(src, tgt) for src, tgt, _ in HIERO if not {"das", "haus"} & set(src.split())}
+    assert {(" ".join(r.src), " ".join(r.tgt)) for r in extract_hiero(one)} == sentence_1
+
+    def terminals(src):
+        return sum(1 for word in src.split() if not word.startswith("[X,"))
+
+    # each rule's eligibility depends on its own source side only: the limits filter the rule set
+    rules = {(" ".join(r.src), " ".join(r.tgt)) for r in extract_hiero(one, max_terminals=2)}
+    assert rules == {(src, tgt) for src, tgt in sentence_1 if terminals(src) <= 2}
+    rules = {(" ".join(r.src), " ".join(r.tgt)) for r in extract_hiero(one, max_nonterminals=1)}
+    assert rules == {(src, tgt) for src, tgt in sentence_1 if "[X,2]" not in src}
+
+
+def _random_text(seed, n_sentences=12):
+    rng = random.Random(seed)
+    text = ParallelText([], [], [])
+    for _ in range(n_sentences):
+        m, n = rng.randint(1, 9), rng.randint(1, 9)
+        links = sorted({(rng.randrange(m), rng.randrange(n)) for _ in range(rng.randint(0, m + 2))})
+        text.src.append([rng.choice("abcde") for _ in range(m)])
+        text.tgt.append([rng.choice("vwxyz") for _ in range(n)])
+        text.links.append(links)
+    return text
+
+
+def _as_table(rules):
+    return {(r.lhs, r.src, r.tgt, r.alignment): r.feature_dict() for r in rules}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorized_extraction_equals_reference(seed):
+    text = _random_text(seed)
+    for fast, slow in (
+        (extract_flat(text), reference.extract_flat(text)),
+        (extract_flat(text, max_phrase=3), reference.extract_flat(text, max_phrase=3)),
+        (extract_hiero(text), reference.extract_hiero(text)),
+        (extract_hiero(text, max_initial=6, max_terminals=3), reference.extract_hiero(text, max_initial=6, max_terminals=3)),
+    ):
+        fast_table, slow_table = _as_table(fast), _as_table(slow)
+        assert fast_table.keys() == slow_table.keys()
+        for key, features in slow_table.items():
+            assert fast_table[key] == pytest.approx(features, rel=1e-5, abs=1e-5), key
+
+
+def test_top_n_keeps_the_most_frequent_targets(toy):
+    rules = extract_flat(toy).top_n(1)
+    by_source = {}
+    for rule in rules:
+        by_source.setdefault(rule.src, []).append(rule.tgt)
+    assert all(len(targets) == 1 for targets in by_source.values())
+    assert by_source["das",] == [("the",)]  # c = 2 against none
+
+
 def test_extracted_grammar_round_trips(toy, tmp_path):
     rules = extract_hiero(toy)
     write_grammar(rules, tmp_path / "g.gz")
-    assert read_grammar(tmp_path / "g.gz") == rules
+    assert read_grammar(tmp_path / "g.gz") == list(rules)
+    rules.write(tmp_path / "fast.gz")  # the direct writer gives the same bytes
+    assert (tmp_path / "fast.gz").read_bytes() == (tmp_path / "g.gz").read_bytes()
+    assert list(rules.lines()) == [format_rule(rule) for rule in rules]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_for_sentences_equals_filter_for_sentence(seed):
+    text = _random_text(seed)
+    rules = list(extract_hiero(text))
+    queries = [list(reversed(text.src[0])), text.src[1][:3] + ["q"], ["q"]]
+    expected = {rule for query in queries for rule in filter_for_sentence(rules, query)}
+    kept = list(extract_hiero(text).for_sentences(queries))
+    assert set(kept) == expected and len(kept) == len(expected)
+    assert [rule for rule in rules if rule in expected] == kept  # order kept
 
 
 # ---------------------------------------------------------------- TESTS: input errors
@@ -238,3 +303,19 @@ def test_read_parallel_errors(tmp_path):
     (tmp_path / "a").write_text("0-0\n0_0\n")
     with pytest.raises(ClirplugError, match=r"a:2: bad alignment link"):
         read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")
+
+
+def test_cli_train_grammar(toy, tmp_path, capsys):
+    from clirplug.cli import main
+
+    model = tmp_path  # the toy fixture wrote corpus.de, corpus.en and align.de-en here
+    assert main(["train", "grammar", "--kind", "hiero", "--model", str(model), "--top-n", "1"]) == 0
+    rules = read_grammar(model / "grammar.hiero.gz")
+    assert rules == list(extract_hiero(toy).top_n(1))
+    assert (model / "stages" / "grammar-hiero.json").is_file()
+    assert main(["train", "grammar", "--kind", "hiero", "--model", str(model), "--top-n", "1"]) == 0
+    assert "up to date, skipped" in capsys.readouterr().err  # resumable: nothing changed
+    (model / "queries.txt").write_text("Er hat\n", encoding="utf-8")
+    assert main(["train", "grammar", "--kind", "flat", "--model", str(model), "--filter", str(model / "queries.txt")]) == 0
+    assert {" ".join(r.src) for r in read_grammar(model / "grammar.flat.gz")} == {"er", "hat", "er hat"}
+    assert main(["train", "grammar", "--kind", "flat", "--model", str(tmp_path / "nowhere")]) == 2

@@ -1,0 +1,308 @@
+"""Experiment configuration: a YAML file, ``--set a.b=c`` overrides, validation naming the key.
+
+A config names the collection (a folder in the manclir-de layout: ``corpus.jsonl``,
+``topics.<split>.jsonl``, ``qrels.<split>.txt``, ``bitext.<split>.{src,tgt}``,
+``dictionary.tsv``), the splits that are run, the split parameters are tuned on, the
+query fields, the measures, and one entry per run under ``runs:`` (its method and
+settings). ``docs/experiments.md`` describes every key.
+
+A relative ``collection.path`` in the file is read relative to the file's folder, one given
+with ``--set`` relative to the current directory; ``root`` (where ``runs/``, ``indexes/``
+and ``models/`` go) is relative to the current directory.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clirplug.errors import ClirplugError
+
+FIELDS = ("title", "desc")
+PATH_KEYS = (("collection", "path"),)  # keys holding input paths, resolved as the docstring says
+
+# top-level key -> default; ``collection`` and ``runs`` are checked on their own.
+DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "root": ".",
+    "collection": None,
+    "splits": ["dev"],
+    "tune_split": "train",
+    "fields": ["title", "desc"],
+    "measures": ["MAP", "nDCG", "PRES@1000"],
+    "hits": 1000,
+    "bm25": {"k1": 0.9, "b": 0.4},
+    "baseline": "dt",
+    "jobs": 1,
+    "models": {},
+    "translations": {},
+    "runs": {},
+}
+TRANSLATION_DEFAULTS: dict[str, Any] = {"split": "dev", "lines": 300, "outputs": ["word-by-word"]}
+TRANSLATION_OUTPUTS = ("word-by-word", "hiero", "flat")
+COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "name": None, "lang": "de", "doc_lang": "en"}
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A collection folder in the manclir-de layout and its language pair."""
+
+    path: Path
+    name: str
+    lang: str  # the query (source) language
+    doc_lang: str = "en"
+
+    def topics(self, split: str) -> Path:
+        return self.path / f"topics.{split}.jsonl"
+
+    def qrels(self, split: str) -> Path:
+        return self.path / f"qrels.{split}.txt"
+
+    def bitext(self, split: str, lang: str) -> Path:
+        return self.path / f"bitext.{split}.{lang}"
+
+    @property
+    def corpus(self) -> Path:
+        return self.path / "corpus.jsonl"
+
+    @property
+    def dictionary(self) -> Path:
+        return self.path / "dictionary.tsv"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One entry of ``runs:``: a run name, its method (a key of ``stages.METHODS``) and settings."""
+
+    name: str
+    method: str
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment configuration (see the module docstring)."""
+
+    name: str
+    root: Path
+    collection: Collection
+    splits: tuple[str, ...]
+    tune_split: str
+    fields: tuple[str, ...]
+    measures: tuple[str, ...]
+    hits: int
+    bm25: dict
+    baseline: str
+    jobs: int
+    models: dict
+    translations: dict
+    runs: tuple[RunSpec, ...]
+    source: str = "config"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "runs" / self.name
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "indexes" / self.collection.name
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "models" / self.collection.name
+
+    def run(self, name: str) -> RunSpec:
+        return next(spec for spec in self.runs if spec.name == name)
+
+
+def _error(source, key, message) -> ClirplugError:
+    return ClirplugError(f"{source}: {key}: {message}")
+
+
+def set_override(raw: dict, assignment: str, source: str = "--set") -> None:
+    """Apply one ``a.b.c=value`` to the nested dict ``raw`` (``value`` read as YAML: numbers, lists...)."""
+    import yaml
+
+    key, sep, text = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ClirplugError(f"{source} {assignment!r}: expected KEY=VALUE, e.g. collection.lang=fr")
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError as error:
+        raise ClirplugError(f"{source} {assignment!r}: cannot read the value as YAML ({error})") from None
+    parts = key.strip().split(".")
+    node = raw
+    for depth, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ClirplugError(f"{source} {assignment!r}: {'.'.join(parts[:depth + 1])} is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(path, overrides=(), cwd=None) -> ExperimentConfig:
+    """Read the YAML file ``path``, apply ``overrides`` (``a.b=c`` strings), validate.
+
+    Raises
+    ------
+    ClirplugError
+        Naming the file and the key of the first problem found.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ClirplugError(f"{path}: cannot read the config ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise ClirplugError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(raw, dict):
+        raise ClirplugError(f"{path}: expected a mapping of keys (name, collection, runs, ...)")
+    raw = copy.deepcopy(raw)
+    _resolve_paths(raw, path.parent)
+    cwd = Path(cwd) if cwd is not None else Path.cwd()
+    for assignment in overrides:
+        before = {keys: _get(raw, keys) for keys in PATH_KEYS}
+        set_override(raw, assignment)
+        for keys in PATH_KEYS:
+            value = _get(raw, keys)
+            if value != before[keys] and isinstance(value, str):
+                _put(raw, keys, str(cwd / value))
+    return validate(raw, str(path))
+
+
+def _get(raw, keys):
+    node = raw
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _put(raw, keys, value):
+    node = raw
+    for key in keys[:-1]:
+        node = node[key]
+    node[keys[-1]] = value
+
+
+def _resolve_paths(raw, base: Path):
+    for keys in PATH_KEYS:
+        value = _get(raw, keys)
+        if isinstance(value, str):
+            _put(raw, keys, str(base / value))
+
+
+def _check_type(source, key, value, expected):
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise _error(source, key, f"expected {expected.__name__}, got {value!r}")
+    return value
+
+
+def _string_list(source, key, value, allowed=None) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
+        raise _error(source, key, f"expected a non-empty list of names, got {value!r}")
+    for item in value:
+        if allowed is not None and item not in allowed:
+            raise _error(source, key, f"unknown value {item!r} (choose from {', '.join(allowed)})")
+    return tuple(dict.fromkeys(value))
+
+
+def validate(raw: dict, source: str = "config") -> ExperimentConfig:
+    """Check the nested dict of a config and build an :class:`ExperimentConfig`."""
+    from clirplug.eval.measures import parse_measures
+    from clirplug.experiment.stages import METHODS, check_models, check_settings
+
+    unknown = sorted(set(raw) - set(DEFAULTS))
+    if unknown:
+        raise _error(source, unknown[0], f"unknown key (known: {', '.join(DEFAULTS)})")
+    values = {key: raw.get(key, default) for key, default in DEFAULTS.items()}
+
+    coll = values["collection"]
+    if not isinstance(coll, dict):
+        raise _error(source, "collection", "expected a mapping with path, lang (and name, doc_lang)")
+    unknown = sorted(set(coll) - set(COLLECTION_DEFAULTS))
+    if unknown:
+        raise _error(source, f"collection.{unknown[0]}", f"unknown key (known: {', '.join(COLLECTION_DEFAULTS)})")
+    coll = {**COLLECTION_DEFAULTS, **coll}
+    if not isinstance(coll["path"], str):
+        raise _error(source, "collection.path", "missing: the folder of the collection")
+    coll_path = Path(coll["path"]).resolve()
+    if not (coll_path / "corpus.jsonl").is_file():
+        raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
+    for key in ("lang", "doc_lang"):
+        coll[key] = _check_type(source, f"collection.{key}", coll[key], str)
+    name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
+    collection = Collection(coll_path, _check_type(source, "collection.name", name, str), coll["lang"], coll["doc_lang"])
+
+    exp_name = values["name"] if values["name"] is not None else Path(source).stem
+    exp_name = _check_type(source, "name", exp_name, str)
+    splits = _string_list(source, "splits", values["splits"])
+    tune_split = _check_type(source, "tune_split", values["tune_split"], str)
+    for split in (*splits, tune_split):
+        if not collection.topics(split).is_file():
+            raise _error(source, "splits" if split in splits else "tune_split",
+                         f"{collection.topics(split)}: no such file")
+    fields = _string_list(source, "fields", values["fields"], FIELDS)
+    measures = _string_list(source, "measures", values["measures"])
+    try:
+        parse_measures(list(measures))
+    except ClirplugError as error:
+        raise _error(source, "measures", str(error)) from None
+    hits = _check_type(source, "hits", values["hits"], int)
+    jobs = _check_type(source, "jobs", values["jobs"], int)
+    if hits < 1 or jobs < 1:
+        raise _error(source, "hits" if hits < 1 else "jobs", "must be at least 1")
+    bm25 = values["bm25"]
+    if not isinstance(bm25, dict) or set(bm25) - {"k1", "b"}:
+        raise _error(source, "bm25", f"expected a mapping with k1 and b, got {bm25!r}")
+    bm25 = {key: _check_type(source, f"bm25.{key}", bm25.get(key, DEFAULTS["bm25"][key]), float) for key in ("k1", "b")}
+
+    models = check_models(values["models"], f"{source}: models")
+    trans = values["translations"] or {}
+    if not isinstance(trans, dict) or set(trans) - set(TRANSLATION_DEFAULTS):
+        raise _error(source, "translations", f"expected a mapping with keys {', '.join(TRANSLATION_DEFAULTS)}")
+    trans = {**TRANSLATION_DEFAULTS, **trans}
+    trans["split"] = _check_type(source, "translations.split", trans["split"], str)
+    trans["lines"] = _check_type(source, "translations.lines", trans["lines"], int)
+    trans["outputs"] = list(_string_list(source, "translations.outputs", trans["outputs"], TRANSLATION_OUTPUTS)
+                            if trans["outputs"] else ())
+
+    runs_raw = values["runs"]
+    if not isinstance(runs_raw, dict):
+        raise _error(source, "runs", "expected a mapping of run name -> settings")
+    runs = []
+    for run_name, settings in runs_raw.items():
+        key = f"runs.{run_name}"
+        if not isinstance(run_name, str) or not run_name or any(c in run_name for c in " ./\t"):
+            raise _error(source, key, "a run name must be a non-empty word without spaces, dots or slashes")
+        if run_name in ("floor", "ceiling"):
+            raise _error(source, key, "floor and ceiling are always run; choose another name")
+        settings = dict(settings or {})
+        method = settings.pop("method", run_name)
+        if method not in METHODS:
+            raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(METHODS)})")
+        runs.append(RunSpec(run_name, method, check_settings(method, settings, f"{source}: {key}")))
+    names = {spec.name for spec in runs}
+    for spec in runs:
+        for other in spec.settings.get("runs", []) + ([spec.settings["candidates"]] if spec.settings.get("candidates") else []):
+            if other not in names | {"floor"} or other == spec.name:
+                raise _error(source, f"runs.{spec.name}", f"refers to {other!r}, which is neither floor nor "
+                                                          "another run of runs:")
+    baseline = _check_type(source, "baseline", values["baseline"], str)
+    if runs and baseline not in names | {"floor"}:
+        raise _error(source, "baseline", f"{baseline!r} is not a run of runs: (nor floor)")
+    root = Path(_check_type(source, "root", values["root"], str))
+    root = (root if root.is_absolute() else Path.cwd() / root).resolve()
+    return ExperimentConfig(exp_name, root, collection, splits, tune_split, fields, measures, hits, bm25,
+                            baseline, jobs, models, trans, tuple(runs), source)

@@ -1,0 +1,207 @@
+"""The experiment report: ``report.md``, ``report.csv`` and ``report.json`` beside the runs.
+
+Scores are :func:`clirplug.eval.measures.evaluate` of the run files as written (what
+``clirplug eval`` computes), on every split of the config that has qrels; significance is
+the paired randomization test (:func:`clirplug.eval.significance.randomization_test`)
+against the baseline run of the same split and field, over the queries of the qrels. The
+tables follow the papers: Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD), Table 2 of
+Sokolov et al. (2013) (DT, PSQ, boosting) and their Table 3 (fusions), each between the
+floor (untranslated queries) and the monolingual ceiling (the English mate's title), with
+the share of the ceiling every run reaches. ``report.json`` holds one record per run, per
+translation output and per stage, so that every number can be recomputed from the files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clirplug.atomic import atomic_open
+from clirplug.experiment.stages import Stage, stage_kind
+
+# table title -> (methods whose runs it shows between the floor and the ceiling,
+#                 methods of which one must be present for the table to be shown)
+TABLES = {
+    "Table 1: query translation (Hieber & Riezler 2015)": (("dt", "psq", "bowfd"), ("dt", "psq", "bowfd")),
+    "Table 2: boosting (Sokolov et al. 2013)": (("dt", "psq", "boost"), ("boost",)),
+    "Table 3: fusion (Sokolov et al. 2013)": (("dt", "psq", "boost", "fusion"), ("fusion",)),
+}
+CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
+
+
+def add_report_stage(plan) -> str:
+    """The last stage: depends on every other stage, writes the three report files."""
+    c = plan.config
+    settings = {"measures": list(c.measures), "splits": list(c.splits), "fields": list(c.fields),
+                "baseline": c.baseline, "tables": {k: [list(v) for v in pair] for k, pair in TABLES.items()}}
+    qrels = tuple(c.collection.qrels(split) for split in c.splits if c.collection.qrels(split).is_file())
+    outputs = tuple(c.run_dir / f"report.{ext}" for ext in ("md", "csv", "json"))
+    return plan.add(Stage("report", "report", settings, inputs=qrels, deps=tuple(plan.stages), outputs=outputs))
+
+
+def _records(config, names):
+    from clirplug.experiment.runner import read_record
+
+    return {name: read_record(config, Stage(name, "", {})) for name in names}
+
+
+def _rel(path, base: Path) -> str:
+    path = Path(path)
+    return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
+
+
+def score_runs(config, run_stages):
+    """Per split and field: evaluate the runs (per query) and test each against the baseline.
+
+    Returns a list of dicts ``split, field, run, method, measure, value, p_value, share``.
+    """
+    from clirplug.eval.measures import ALL, evaluate
+    from clirplug.eval.significance import randomization_test
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    rows = []
+    for split in config.splits:
+        qrels_path = config.collection.qrels(split)
+        if not qrels_path.is_file():
+            continue  # runs written, not scored
+        qrels = read_qrels(qrels_path)
+        ceiling = [s for s in run_stages if s.run["split"] == split and s.run["method"] == "ceiling"]
+        ceiling_values = {}
+        if ceiling:
+            result = evaluate(qrels, {"ceiling": read_run(ceiling[0].outputs[0])}, list(config.measures))
+            ceiling_values = dict(zip(result["measure"], result["value"]))
+        for fld in config.fields:
+            stages = [s for s in run_stages if s.run["split"] == split and s.run["field"] == fld]
+            if not stages:
+                continue
+            runs = {s.run["name"]: read_run(s.outputs[0]) for s in stages}
+            methods = {s.run["name"]: s.run["method"] for s in stages}
+            if ceiling and "ceiling" not in runs:
+                runs["ceiling"], methods["ceiling"] = read_run(ceiling[0].outputs[0]), "ceiling"
+            result = evaluate(qrels, runs, list(config.measures), per_query=True)
+            per_query = result[result["qid"] != ALL].pivot_table(index="qid", columns=["run", "measure"],
+                                                                 values="value", sort=True)
+            baseline = config.baseline if config.baseline in runs else None
+            for record in result[result["qid"] == ALL].itertuples(index=False):
+                p_value = None
+                if baseline is not None and record.run not in (baseline, "ceiling"):
+                    p_value = float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
+                                                       per_query[(baseline, record.measure)].to_numpy()))
+                top = ceiling_values.get(record.measure)
+                rows.append({"split": split, "field": fld, "run": record.run, "method": methods[record.run],
+                             "measure": record.measure, "value": float(record.value), "p_value": p_value,
+                             "share_of_ceiling": float(record.value / top) if top else None})
+    return rows
+
+
+def _table(scores, split, fld, names, measures, baseline):
+    from clirplug.eval.significance import marker
+
+    cells = {(r["run"], r["measure"]): r for r in scores if r["split"] == split and r["field"] == fld}
+    head = "| run | " + " | ".join(measures) + f" | {measures[0]} share of ceiling |"
+    lines = [head, "|---|" + "---|" * (len(measures) + 1)]
+    for name in names:
+        if (name, measures[0]) not in cells:
+            continue
+        values = []
+        for measure in measures:
+            r = cells[(name, measure)]
+            values.append(f"{r['value']:.4f}{marker(r['p_value'])}")
+        share = cells[(name, measures[0])]["share_of_ceiling"]
+        label = f"{name} (baseline)" if name == baseline else name
+        lines.append(f"| {label} | " + " | ".join(values) + f" | {'' if share is None else f'{share:.1%}'} |")
+    return lines
+
+
+@stage_kind("report", version=1)
+def report_stage(stage: Stage, ctx) -> dict:
+    """Write ``report.md``, ``report.csv`` and ``report.json`` (see the module docstring)."""
+    import csv
+    import io
+
+    from clirplug.eval.significance import ALPHA, MARKER, PERMUTATIONS
+
+    config = ctx.config
+    base = config.run_dir
+    records = _records(config, stage.deps)
+    run_stages = [ctx.plan_stages[name] for name in stage.deps if ctx.plan_stages[name].run]
+    scores = score_runs(config, run_stages)
+    measures = list(config.measures)
+    c = config.collection
+
+    runs_json = []
+    for s in run_stages:
+        sidecar = json.loads(s.outputs[0].with_suffix(".json").read_text(encoding="utf-8"))
+        runs_json.append({"run": s.run["name"], "method": s.run["method"], "field": s.run["field"],
+                          "split": s.run["split"], "file": _rel(s.outputs[0], base), "signature": sidecar["signature"],
+                          "tuned": sidecar["tuned"], "queries": sidecar["queries"],
+                          "latency_median_seconds": sidecar["latency_median"],
+                          "latency_p90_seconds": sidecar["latency_p90"]})
+    translations = [{"output": r["metrics"]["output"], "file": _rel(r["metrics"]["file"], base),
+                     "sentences": r["metrics"]["sentences"], "bleu": r["metrics"]["bleu"],
+                     "seconds_per_sentence_median": r["metrics"]["seconds_median"],
+                     "seconds_per_sentence_p90": r["metrics"]["seconds_p90"]}
+                    for name, r in records.items() if r and r["kind"] == "mt-eval"]
+    stages_json = [{"stage": name, "kind": r["kind"], "wall_seconds": r["wall_seconds"], "peak_rss_mb": r["peak_rss_mb"]}
+                   for name, r in records.items() if r]
+
+    md = [f"# Experiment {config.name}", "",
+          f"Collection `{c.name}` ({c.path}): {c.lang} queries, {c.doc_lang} documents. "
+          f"Config `{config.source}`; parameters tuned on the `{config.tune_split}` split. "
+          f"Runs in this folder; `report.json` lists every file behind the numbers.", "",
+          f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
+          f"(two-sided paired randomization test, {PERMUTATIONS} permutations). The share of the ceiling divides "
+          f"by the monolingual ceiling (BM25 with the English mate's title) of the same split.", ""]
+    for split in config.splits:
+        if not c.qrels(split).is_file():
+            md += [f"## Split `{split}`", "", f"No qrels ({c.qrels(split)} absent): runs written, not scored.", ""]
+            continue
+        for fld in config.fields:
+            for title, (methods, required) in TABLES.items():
+                shown = [s.run for s in run_stages
+                         if s.run["split"] == split and s.run["field"] == fld and s.run["method"] in methods]
+                if not any(run["method"] in required for run in shown):
+                    continue
+                names = [run["name"] for run in shown]
+                rows = ["floor", *dict.fromkeys(names), "ceiling"]
+                md += [f"## {title}: `{split}`, {fld} queries", ""]
+                md += _table(scores, split, fld, rows, measures, config.baseline) + [""]
+    curves = [s for s in ctx.plan_stages.values() if s.kind == "fusion-tune" and s.name in stage.deps]
+    if curves:
+        md += ["## Kappa curves (fusion weight tuned on the tune split)", ""]
+        for s in curves:
+            kappa = records[s.name]["metrics"]["kappa"]
+            md += [f"`{s.name}`: kappa = {kappa:g} ({_rel(s.outputs[0], base)})", "",
+                   f"![{s.name}]({_rel(s.outputs[1], base)})", ""]
+    if translations:
+        md += ["## Translation outputs", "", "| output | file | sentences | BLEU | s/sentence median | p90 |",
+               "|---|---|---|---|---|---|"]
+        md += [f"| {t['output']} | `{t['file']}` | {t['sentences']} | {t['bleu']:.2f} | "
+               f"{t['seconds_per_sentence_median']:.4f} | {t['seconds_per_sentence_p90']:.4f} |" for t in translations]
+        md.append("")
+    md += ["## Query latency", "", "| run | split | field | queries | median s | p90 s |", "|---|---|---|---|---|---|"]
+    md += [f"| {r['run']} | {r['split']} | {r['field']} | {r['queries']} | {r['latency_median_seconds'] or 0:.4f} | "
+           f"{r['latency_p90_seconds'] or 0:.4f} |" for r in runs_json]
+    md += ["", "## Stages", "", "| stage | wall s | peak memory MB |", "|---|---|---|"]
+    md += [f"| {s['stage']} | {s['wall_seconds']:.1f} | {s['peak_rss_mb']:.0f} |" for s in stages_json]
+    md.append("")
+
+    md_path, csv_path, json_path = stage.outputs
+    with atomic_open(md_path) as handle:
+        handle.write("\n".join(md))
+    buffer = io.StringIO()
+    columns = ["split", "field", "run", "method", "measure", "value", "p_value", "share_of_ceiling"]
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(scores)
+    with atomic_open(csv_path) as handle:
+        handle.write(buffer.getvalue())
+    report = {"experiment": config.name, "config": config.source,
+              "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang},
+              "measures": measures, "baseline": config.baseline, "runs": runs_json, "translations": translations,
+              "stages": stages_json, "scores": scores}
+    with atomic_open(json_path) as handle:
+        json.dump(report, handle, indent=1)
+        handle.write("\n")
+    return {"scores": len(scores)}

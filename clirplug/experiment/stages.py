@@ -1,0 +1,973 @@
+"""Experiment stages: the registry of stage kinds, the methods a config can name, the plan.
+
+A :class:`Stage` declares everything its outputs depend on: external input files (hashed
+by content), the stages it reads from (``deps``, by their cache keys) and its settings.
+Its cache key is the SHA-256 of those plus the stage kind's code version
+(:func:`clirplug.experiment.runner.stage_key`). Stage functions are thin: they call the
+library (indexing, BM25, PSQ, boosting, fusion, the ``clirplug train`` commands) with
+settings from the config and write files atomically.
+
+Two registries make the plug-in points:
+
+* ``STAGE_KINDS``: stage kind -> (function, code version); a function takes the stage and
+  the run context and returns a JSON-able dict of metrics kept in the stage record.
+* ``METHODS``: method name of a ``runs:`` entry -> :class:`Method` (its settings with
+  defaults and the planner that adds its stages). ``MODELS``: the ``models:`` entries
+  (trained with ``clirplug train <what>``).
+
+Run files are ``runs/<experiment>/<split>.<field>.<run>.trec`` with a ``.json`` sidecar
+(settings signature, tuned parameters, per-query latencies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clirplug.errors import ClirplugError
+
+
+@dataclass
+class Stage:
+    """One unit of work with declared inputs, settings and outputs.
+
+    ``run`` is set for stages that write a run file: ``{"name", "method", "split", "field"}``.
+    """
+
+    name: str
+    kind: str
+    settings: dict
+    inputs: tuple = ()
+    deps: tuple = ()
+    outputs: tuple = ()
+    run: dict | None = None
+    inputs_from: tuple = ()  # files written by ``deps`` that the stage reads (covered by their keys)
+
+
+# ----------------------------------------------------------------------------- registries
+
+STAGE_KINDS: dict[str, tuple[Callable, int]] = {}
+
+
+def stage_kind(name: str, version: int = 1):
+    """Register a stage function under ``name``; bump ``version`` when its output changes."""
+
+    def register(function):
+        STAGE_KINDS[name] = (function, version)
+        return function
+
+    return register
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of ``runs:``: its settings (name -> default) and its planner.
+
+    ``cli`` names a command module whose options are also accepted as settings (passed
+    through to it), except those in ``fixed`` (set by the stage itself).
+    """
+
+    planner: Callable
+    defaults: dict
+    cli: str | None = None
+    fixed: tuple = ()
+
+
+@dataclass(frozen=True)
+class Model:
+    """An entry of ``models:``: a ``clirplug train`` command, how the experiment calls it, what it writes.
+
+    ``arguments(config, src, tgt, kind)`` returns the command's fixed arguments, its input files
+    and its output files; ``needs`` names the models trained before it.
+    """
+
+    command: str  # a key of clirplug.cli.train.TRAIN_COMMANDS
+    fixed: tuple  # options the stage sets itself (not settings)
+    arguments: Callable
+    needs: tuple = ()
+    per_kind: bool = False  # one model per grammar kind (hiero, flat)
+    filtered: bool = False  # gets ``--filter`` the source text the experiment translates
+
+
+def _align_arguments(config, src, tgt, kind):
+    coll, out = config.collection, config.model_dir
+    argv = ["--src", str(src), "--tgt", str(tgt), "--out", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
+    inputs = (src, tgt)
+    if coll.dictionary.is_file():
+        argv += ["--dictionary", str(coll.dictionary)]
+        inputs += (coll.dictionary,)
+    return argv, inputs, (out / "lex.e_given_f.npz", out / "lex.f_given_e.npz", out / f"align.{coll.lang}-{coll.doc_lang}")
+
+
+def _grammar_arguments(config, src, tgt, kind):
+    coll, out = config.collection, config.model_dir
+    argv = ["--kind", kind, "--model", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
+    return argv, (), (out / f"grammar.{kind}.gz",)
+
+
+def _lm_arguments(config, src, tgt, kind):
+    out = config.model_dir / "lm.arpa"
+    return ["--text", str(tgt), "--lang", config.collection.doc_lang, "--out", str(out)], (tgt,), (out,)
+
+
+def _weights_arguments(config, src, tgt, kind):
+    coll, out = config.collection, config.model_dir
+    argv = ["--model", str(out), "--kind", kind, "--src", str(src), "--tgt", str(tgt),
+            "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
+    return argv, (src, tgt), (out / f"weights.{kind}",)
+
+
+TUNE_LINES = 300  # `clirplug train weights --lines` default: the tune bitext lines decoded
+
+METHODS: dict[str, Method] = {}
+MODELS: dict[str, Model] = {
+    "align": Model("align", ("src", "tgt", "out", "src_lang", "tgt_lang", "dictionary", "force"), _align_arguments),
+    "grammar": Model("grammar", ("kind", "model", "out", "src_lang", "tgt_lang", "force", "filter"),
+                     _grammar_arguments, needs=("align",), per_kind=True, filtered=True),
+    "lm": Model("lm", ("text", "jsonl", "lang", "out", "force"), _lm_arguments),
+    "weights": Model("weights", ("model", "kind", "src", "tgt", "src_lang", "tgt_lang", "output"),
+                     _weights_arguments, needs=("align", "grammar", "lm"), per_kind=True),
+}
+
+
+def train_module(command: str) -> str | None:
+    """The module of ``clirplug train <command>``, or None when this version lacks it."""
+    from clirplug.cli.train import TRAIN_COMMANDS
+
+    return TRAIN_COMMANDS.get(command)
+
+
+# ----------------------------------------------------------------------------- settings
+
+class _ParserError(Exception):
+    pass
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _ParserError(message)
+
+
+def cli_parser(module_name: str) -> argparse.ArgumentParser:
+    """The argument parser of a command module (``HELP``, ``add_arguments``, ``run``)."""
+    parser = _RaisingParser(prog=module_name, add_help=False)
+    importlib.import_module(module_name).add_arguments(parser)
+    return parser
+
+
+def cli_argv(parser: argparse.ArgumentParser, settings: dict, where: str) -> list[str]:
+    """Command-line options for ``settings`` (``key: value`` -> ``--key value``; booleans as flags)."""
+    argv = []
+    for key, value in settings.items():
+        flag = "--" + key.replace("_", "-")
+        action = parser._option_string_actions.get(flag)
+        if action is None:
+            raise ClirplugError(f"{where}.{key}: unknown setting")
+        if isinstance(action, argparse.BooleanOptionalAction):
+            argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(action, argparse._StoreTrueAction):
+            if value:
+                argv.append(flag)
+        elif isinstance(value, list):
+            argv += [flag, *map(str, value)]
+        elif value is not None:
+            argv += [flag, str(value)]
+    return argv
+
+
+def parse_cli(module_name: str, fixed_argv: list[str], settings: dict, where: str) -> argparse.Namespace:
+    """Parse ``fixed_argv`` plus the options of ``settings`` with the module's parser."""
+    parser = cli_parser(module_name)
+    argv = fixed_argv + cli_argv(parser, settings, where)
+    try:
+        return parser.parse_args(argv)
+    except _ParserError as error:
+        raise ClirplugError(f"{where}: {error}") from None
+
+
+def _check_passthrough(module_name: str, fixed: tuple, settings: dict, where: str) -> None:
+    """Check pass-through settings against the module's parser (required options get placeholders)."""
+    parser = cli_parser(module_name)
+    for key in settings:
+        if key in fixed:
+            raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
+    placeholders = []
+    for action in parser._actions:
+        if action.required and action.option_strings:
+            placeholders += [action.option_strings[0], "x"]
+        elif action.required:
+            placeholders.append("x")
+    try:
+        parser.parse_args(placeholders + cli_argv(parser, settings, where))
+    except _ParserError as error:
+        raise ClirplugError(f"{where}: {error}") from None
+
+
+def check_settings(method: str, settings: dict, where: str) -> dict:
+    """A ``runs:`` entry's settings with defaults filled in; unknown keys and wrong types are errors."""
+    spec = METHODS[method]
+    result, passthrough = dict(spec.defaults), {}
+    for key, value in settings.items():
+        if key in spec.defaults:
+            default = spec.defaults[key]
+            if default is not None and value is not None:
+                if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+                    value = float(value)
+                if type(value) is not type(default):
+                    raise ClirplugError(f"{where}.{key}: expected {type(default).__name__}, got {value!r}")
+            result[key] = value
+        elif spec.cli is not None:
+            passthrough[key] = value
+        else:
+            raise ClirplugError(f"{where}.{key}: unknown setting (known: {', '.join(spec.defaults) or 'none'})")
+    if spec.cli is not None:
+        _check_passthrough(spec.cli, spec.fixed, passthrough, where)
+        result["options"] = dict(sorted(passthrough.items()))
+    return result
+
+
+def check_models(raw, where: str) -> dict:
+    """The ``models:`` mapping: ``name -> options`` of ``clirplug train <command>``, checked."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ClirplugError(f"{where}: expected a mapping of model -> options")
+    result = {}
+    for name, options in raw.items():
+        if name not in MODELS:
+            raise ClirplugError(f"{where}.{name}: unknown model (known: {', '.join(MODELS)})")
+        options = dict(options or {})
+        module = train_module(MODELS[name].command)
+        if module is None:
+            raise ClirplugError(f"{where}.{name}: `clirplug train {MODELS[name].command}` is not in this version")
+        _check_passthrough(module, MODELS[name].fixed, options, f"{where}.{name}")
+        result[name] = dict(sorted(options.items()))
+    return result
+
+
+# ----------------------------------------------------------------------------- context
+
+class Context:
+    """What stage functions share during one invocation: the config, ``--jobs``, loaded objects."""
+
+    def __init__(self, config, jobs: int = 1, progress: bool = True):
+        self.config, self.jobs, self.progress = config, jobs, progress
+        self._objects: dict = {}
+
+    def get(self, key, make):
+        """A loaded object (searcher, model) shared by the stages of this invocation."""
+        if key not in self._objects:
+            self._objects[key] = make()
+        return self._objects[key]
+
+    def forget(self, prefix: str) -> None:
+        """Drop loaded objects whose key starts with ``prefix`` (after their files were rebuilt)."""
+        for key in [k for k in self._objects if str(k).startswith(prefix)]:
+            closer = getattr(self._objects.pop(key), "close", None)
+            if closer is not None:
+                closer()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """The command modules print their summaries to stdout; in an experiment they go to the log."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def run_file(config, split: str, fld: str, name: str) -> Path:
+    return config.run_dir / f"{split}.{fld}.{name}.trec"
+
+
+def signature(method: str, settings: dict) -> str:
+    """A one-line reproducibility signature: ``method|key:value|...|v:<clirplug version>``."""
+    from clirplug import __version__
+
+    def flat(prefix, value):
+        if isinstance(value, dict):
+            for key in sorted(value):
+                yield from flat(f"{prefix}.{key}" if prefix else key, value[key])
+        else:
+            yield f"{prefix}:{json.dumps(value, sort_keys=True) if isinstance(value, list) else value}"
+
+    return "|".join([method, *flat("", settings), f"v:{__version__}"])
+
+
+def percentile(values, q: float) -> float | None:
+    import numpy as np
+
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def write_run_with_sidecar(stage: Stage, frame, latencies: dict[str, float], tuned: dict | None = None) -> dict:
+    """Write the stage's run file and its ``.json`` sidecar; return the latency metrics."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.runs import write_run
+
+    path = stage.outputs[0]
+    run = stage.run
+    write_run(frame, path, tag=f"{run['name']}.{run['field']}", depth=stage.settings.get("hits"))
+    seconds = [latencies[qid] for qid in sorted(latencies)]
+    metrics = {"queries": len(seconds), "latency_median": percentile(seconds, 50),
+               "latency_p90": percentile(seconds, 90)}
+    sidecar = {"run": run, "file": path.name, "signature": signature(run["method"], stage.settings),
+               "settings": stage.settings, "tuned": tuned or {}, **metrics,
+               "latency_seconds": {qid: round(latencies[qid], 6) for qid in sorted(latencies)}}
+    with atomic_open(path.with_suffix(".json")) as handle:
+        json.dump(sidecar, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    return metrics
+
+
+def _run_frame(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+
+
+def _bm25_searcher(ctx: Context, index: str, bm25: dict):
+    from clirplug.lucene.search import Bm25Searcher
+
+    return ctx.get(f"{index}|bm25|{bm25['k1']}|{bm25['b']}", lambda: Bm25Searcher(index, bm25["k1"], bm25["b"]))
+
+
+def _timed_bm25(ctx: Context, stage: Stage, queries: dict[str, str], extra: dict[str, float] | None = None):
+    """BM25 for each query, timing each; ``extra`` seconds (e.g. translation) are added per query."""
+    from tqdm import tqdm
+
+    s = stage.settings
+    searcher = _bm25_searcher(ctx, s["index"], s["bm25"])
+    rows, latencies = [], {}
+    for qid, text in tqdm(queries.items(), desc=stage.name, unit=" queries", disable=not ctx.progress,
+                          file=sys.stderr, leave=False):
+        start = time.perf_counter()
+        hits = searcher.search(text, s["hits"])
+        latencies[qid] = time.perf_counter() - start + (extra or {}).get(qid, 0.0)
+        rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(hits, 1))
+    return _run_frame(rows), latencies
+
+
+# ----------------------------------------------------------------------------- stage kinds
+
+@stage_kind("index")
+def index_stage(stage: Stage, ctx: Context) -> dict:
+    """Lucene index of the collection (:func:`clirplug.lucene.index.build_index`)."""
+    import shutil
+
+    from clirplug.lucene.index import build_index
+
+    out = stage.outputs[0]
+    ctx.forget(str(out))
+    if out.exists():
+        shutil.rmtree(out)  # an index from other settings: rebuilt
+    return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
+
+
+@stage_kind("train")
+def train_stage(stage: Stage, ctx: Context) -> dict:
+    """``clirplug train <command>`` with the stage's arguments (the command keeps its own stage records)."""
+    s = stage.settings
+    args = parse_cli(s["module"], s["argv"], s["options"], f"models.{s['model']}")
+    with _stdout_to_stderr():
+        importlib.import_module(s["module"]).run(args)
+    ctx.forget(str(ctx.config.model_dir))
+    return {}
+
+
+@stage_kind("floor")
+def floor_stage(stage: Stage, ctx: Context) -> dict:
+    """BM25 with the untranslated topic field (the floor)."""
+    from clirplug.io.topics import read_topics, topic_field
+
+    queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
+    frame, latencies = _timed_bm25(ctx, stage, queries)
+    return write_run_with_sidecar(stage, frame, latencies)
+
+
+@stage_kind("ceiling")
+def ceiling_stage(stage: Stage, ctx: Context) -> dict:
+    """BM25 with the English mate's title (:func:`clirplug.monolingual.mate_title_queries`)."""
+    from clirplug.io.qrels import read_qrels
+    from clirplug.monolingual import mate_title_queries
+
+    queries = mate_title_queries(read_qrels(stage.inputs[0]), stage.inputs[1])
+    frame, latencies = _timed_bm25(ctx, stage, queries)
+    return write_run_with_sidecar(stage, frame, latencies)
+
+
+def _translate_chunk(task):
+    """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.translate_query`)."""
+    model_dir, kind, lang, field_name, topics = task
+    from clirplug.io.topics import topic_field
+    from clirplug.mt.translator import Translator
+    from clirplug.qt.dt import translate_query
+
+    translator = Translator(model_dir, kind=kind, src_lang=lang)
+    results = []
+    for topic in topics:
+        start = time.perf_counter()
+        text = translate_query(translator, topic_field(topic, field_name), field_name != "title")
+        results.append((topic.id, text, time.perf_counter() - start))
+    return results, _peak_rss_mb()
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM) in MB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def parallel_map(function, tasks, jobs: int):
+    """``[function(t) for t in tasks]``, over ``jobs`` processes when ``jobs > 1`` (order kept)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        return [function(task) for task in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context("spawn")) as pool:
+        return list(pool.map(function, tasks))
+
+
+@stage_kind("translate")
+def translate_stage(stage: Stage, ctx: Context) -> dict:
+    """1-best query translations of one split and field, topics spread over ``--jobs`` processes."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.topics import read_topics
+
+    s = stage.settings
+    topics = read_topics(stage.inputs[0])
+    chunks = max(1, min(ctx.jobs, len(topics)))
+    tasks = [(s["model"], s["kind"], s["lang"], s["field"], topics[i::chunks]) for i in range(chunks)]
+    results = parallel_map(_translate_chunk, tasks, ctx.jobs)
+    by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
+    with atomic_open(stage.outputs[0]) as out:
+        for topic in topics:
+            text, seconds = by_id[topic.id]
+            out.write(json.dumps({"id": topic.id, "query": text, "seconds": round(seconds, 6)}, ensure_ascii=False) + "\n")
+    return {"topics": len(topics), "worker_peak_rss_mb": max(peak for _, peak in results)}
+
+
+@stage_kind("dt")
+def dt_stage(stage: Stage, ctx: Context) -> dict:
+    """DT: BM25 with the 1-best translations; latency = translation + search seconds."""
+    records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
+    queries = {r["id"]: r["query"] for r in records}
+    frame, latencies = _timed_bm25(ctx, stage, queries, {r["id"]: r["seconds"] for r in records})
+    return write_run_with_sidecar(stage, frame, latencies)
+
+
+@stage_kind("psq")
+def psq_stage(stage: Stage, ctx: Context) -> dict:
+    """PSQ (:mod:`clirplug.qt.psq`) with the model folder's tables and the run's ``--psq`` settings."""
+    from tqdm import tqdm
+
+    from clirplug.io.topics import read_topics
+    from clirplug.qt.psq import PsqScorer, _model_builder, psq_queries
+    from clirplug.qt.psq_tables import PsqSettings
+
+    s = stage.settings
+    settings = PsqSettings.parse(s["psq"])
+    args = argparse.Namespace(table=None, model=s["model"], kind=s["kind"], src_lang=s["lang"], field=stage.run["field"])
+    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}", lambda: _model_builder(args, settings))
+    scorer = ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
+                     lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
+    rows, latencies = [], {}
+    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
+                      file=sys.stderr, leave=False):
+        start = time.perf_counter()
+        dists = psq_queries(args, [topic], builder, tokenize)[topic.id]
+        hits = scorer.search(dists, s["hits"])
+        latencies[topic.id] = time.perf_counter() - start
+        rows.extend((topic.id, docid, rank, score) for rank, (docid, score) in enumerate(hits, 1))
+    return write_run_with_sidecar(stage, _run_frame(rows), latencies)
+
+
+@stage_kind("boost-train")
+def boost_train_stage(stage: Stage, ctx: Context) -> dict:
+    """Bagged RankBoost on the tune split (``clirplug train boost``; beta tuned on held-out train topics)."""
+    s = stage.settings
+    args = parse_cli("clirplug.cli.train_boost", s["argv"], s["options"], f"runs.{s['run']}")
+    with _stdout_to_stderr():
+        importlib.import_module("clirplug.cli.train_boost").run(args)
+    ctx.forget(str(stage.outputs[0]))
+    return {}
+
+
+@stage_kind("boost")
+def boost_stage(stage: Stage, ctx: Context) -> dict:
+    """Boosting run: the whole collection scored, or the candidates of another run reranked."""
+    from tqdm import tqdm
+
+    from clirplug.io.runs import read_run
+    from clirplug.io.topics import read_topics
+    from clirplug.rerank import boosting
+
+    s = stage.settings
+    model_path = stage.inputs_from[0]
+    model = ctx.get(str(model_path), lambda: boosting.load(model_path))
+    collection = ctx.get(f"{s['corpus']}|boost|{model.config.order}|{model.config.doc_tokens}|{model.config.hash_seed}",
+                         lambda: boosting.read_collection(s["corpus"], model))
+    candidates = read_run(stage.inputs_from[1]) if len(stage.inputs_from) > 1 else None
+    parts, latencies = [], {}
+    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
+                      file=sys.stderr, leave=False):
+        start = time.perf_counter()
+        if candidates is None:
+            part = model.search([topic], collection, field=stage.run["field"], depth=s["hits"])
+        else:
+            part = model.rerank([topic], collection, candidates[candidates["qid"] == topic.id],
+                                field=stage.run["field"], depth=s["hits"])
+        latencies[topic.id] = time.perf_counter() - start
+        parts.append(part)
+    import pandas as pd
+
+    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    return write_run_with_sidecar(stage, frame, latencies, tuned={"beta": float(model.beta)})
+
+
+@stage_kind("fusion-tune")
+def fusion_tune_stage(stage: Stage, ctx: Context) -> dict:
+    """Kappa of a two-run fusion by a grid on the tune split (:func:`clirplug.fusion.tune.kappa_curve`)."""
+    from clirplug.atomic import atomic_open
+    from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    s = stage.settings
+    runs = [read_run(path) for path in stage.inputs_from]
+    curve = kappa_curve(runs, read_qrels(stage.inputs[0]), s["method"], kappa_grid(s["grid_step"]), s["hits"],
+                        s["measure"])
+    kappa = best_kappa(curve)
+    tsv, png, result = stage.outputs
+    write_curve(curve, tsv)
+    plot_curve(curve, png, labels=tuple(s["runs"]),
+               title=f"{s['run']} ({s['field']}): {s['measure']} on {s['split']}, best kappa = {kappa:g}")
+    with atomic_open(result) as handle:
+        json.dump({"kappa": kappa, "measure": s["measure"], "split": s["split"], "runs": s["runs"],
+                   "best": float(curve[s["measure"]].max())}, handle, indent=1, sort_keys=True)
+    return {"kappa": kappa}
+
+
+@stage_kind("fusion")
+def fusion_stage(stage: Stage, ctx: Context) -> dict:
+    """Weighted fusion (:func:`clirplug.fusion.fuse`) with the tuned kappa, timed per query."""
+    import pandas as pd
+
+    from clirplug.fusion import fuse
+    from clirplug.io.runs import read_run
+
+    s = stage.settings
+    tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8"))
+    kappa = tuned["kappa"]
+    runs = [read_run(path) for path in stage.inputs_from[1:]]
+    groups = [dict(tuple(run.groupby("qid", sort=False))) for run in runs]
+    qids = sorted(set().union(*groups))
+    parts, latencies = [], {}
+    empty = runs[0].iloc[0:0]
+    for qid in qids:
+        start = time.perf_counter()
+        parts.append(fuse(s["method"], [g.get(qid, empty) for g in groups], weights=[kappa, 1 - kappa], depth=s["hits"]))
+        latencies[qid] = time.perf_counter() - start
+    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    return write_run_with_sidecar(stage, frame, latencies, tuned={"kappa": kappa, "tuned_on": tuned["split"]})
+
+
+@stage_kind("mt-eval")
+def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
+    """Translate the first lines of a bitext, timed per sentence; BLEU against its reference side."""
+    from clirplug.atomic import atomic_open
+    from clirplug.mt.preprocess import preprocess, preprocessor
+    from clirplug.mt.tune import corpus_bleu
+
+    s = stage.settings
+    source = stage.inputs[0].read_text(encoding="utf-8").splitlines()[: s["lines"]]
+    reference = stage.inputs[1].read_text(encoding="utf-8").splitlines()[: s["lines"]]
+    if s["output"] == "word-by-word":
+        from clirplug.mt.lexicon import LexicalTable
+
+        table = LexicalTable.load(Path(s["model"]) / "lex.e_given_f.npz")
+        tokenize = preprocessor(s["lang"], s["model"])
+
+        def translate(line):
+            # each token by its most probable translation p(e|f); unknown tokens copied
+            return [next(iter(table.translations(token)), token) for token in tokenize(line)]
+    else:
+        from clirplug.mt.translator import Translator
+
+        translator = Translator(s["model"], kind=s["output"], src_lang=s["lang"], cache=False)
+
+        def translate(line):
+            tokens = translator.tokenize(line)
+            best = translator.translate(tokens, 1) if tokens else []
+            return list(best[0].words) if best else []
+    hypotheses, seconds = [], []
+    for line in source:
+        start = time.perf_counter()
+        hypotheses.append(translate(line))
+        seconds.append(time.perf_counter() - start)
+    with atomic_open(stage.outputs[0]) as out:
+        out.writelines(" ".join(words) + "\n" for words in hypotheses)
+    references = [preprocess(line, s["doc_lang"]) for line in reference]
+    return {"output": s["output"], "file": str(stage.outputs[0]), "sentences": len(source),
+            "bleu": corpus_bleu(hypotheses, references),
+            "seconds_median": percentile(seconds, 50), "seconds_p90": percentile(seconds, 90)}
+
+
+@stage_kind("source-text")
+def source_text_stage(stage: Stage, ctx: Context) -> dict:
+    """Every topic field of the splits and the bitext lines the experiment decodes, a text a line."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.topics import read_topics, topic_field
+
+    s = stage.settings
+    bitexts = stage.inputs[len(stage.inputs) - len(s["lines"]):]
+    lines = []
+    for path in stage.inputs[: len(stage.inputs) - len(s["lines"])]:
+        lines += [topic_field(t, fld) for t in read_topics(path) for fld in s["fields"]]
+    for path, count in zip(bitexts, s["lines"]):
+        lines += path.read_text(encoding="utf-8").splitlines()[:count]
+    with atomic_open(stage.outputs[0]) as out:
+        out.writelines(" ".join(line.split()) + "\n" for line in lines if line.strip())
+    return {"lines": len(lines)}
+
+
+@stage_kind("bowfd-train")
+def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
+    """BOW-FD weights on the tune split (``clirplug train bowfd``: v by grid, then LTR unless disabled)."""
+    s = stage.settings
+    args = parse_cli("clirplug.cli.train_bowfd", s["argv"] + ["--jobs", str(ctx.jobs)], s["options"],
+                     f"runs.{s['run']}")
+    with _stdout_to_stderr():
+        importlib.import_module("clirplug.cli.train_bowfd").run(args)
+    return {}
+
+
+def _bowfd_model(ctx: Context, s: dict, weights_path: Path, field_name: str):
+    """A :class:`clirplug.rerank.bowfd.BowFD` as ``clirplug rerank --method bowfd`` builds it."""
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.mt.translator import Translator
+    from clirplug.rerank.bowfd import BowFD, BowfdConfig, BowfdWeights, NoLMForests
+
+    translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
+                         lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
+    weights = BowfdWeights.load(weights_path)
+    weights.smt = {**translator.weights, **weights.smt}
+    forests = translator if s["lm"] else ctx.get(f"{s['model']}|nolm|{s['kind']}", lambda: NoLMForests(translator))
+    index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
+    options = s["options"]
+    config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
+                         field=field_name)
+    return BowFD(forests, index, weights, config), weights
+
+
+@stage_kind("bowfd")
+def bowfd_stage(stage: Stage, ctx: Context) -> dict:
+    """BOW-FD reranking of the candidate run, timed per query (forests, Viterbi per document batch)."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    from clirplug.io.runs import read_run
+    from clirplug.io.topics import read_topics
+
+    s = stage.settings
+    weights_path, candidates_path = stage.inputs_from
+    model, weights = _bowfd_model(ctx, s, weights_path, stage.run["field"])
+    candidates = read_run(candidates_path)
+    groups = dict(tuple(candidates.groupby("qid", sort=False)))
+    parts, latencies = [], {}
+    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
+                      file=sys.stderr, leave=False):
+        if topic.id not in groups:
+            continue
+        start = time.perf_counter()
+        parts.append(model.rerank([topic], groups[topic.id], s["depth"]))
+        latencies[topic.id] = time.perf_counter() - start
+    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    return write_run_with_sidecar(stage, frame, latencies,
+                                  tuned={"v": weights.v, "ir_weights": len(weights.ir), "lex_weights": len(weights.lex),
+                                         "weights_file": str(weights_path)})
+
+
+# ----------------------------------------------------------------------------- planning
+
+class Plan:
+    """The stages of one config, in an order where every stage follows its dependencies."""
+
+    def __init__(self, config):
+        self.config = config
+        self.stages: dict[str, Stage] = {}
+        self.run_stages: dict[tuple[str, str, str], str] = {}  # (run, split, field) -> stage name
+
+    def add(self, stage: Stage) -> str:
+        if stage.name not in self.stages:
+            for dep in stage.deps:
+                if dep not in self.stages:
+                    raise AssertionError(f"stage {stage.name} depends on {dep}, which is not planned before it")
+            self.stages[stage.name] = stage
+        return stage.name
+
+    # shared stages ------------------------------------------------------------
+    def index(self) -> str:
+        c = self.config
+        return self.add(Stage("index", "index", {"language": c.collection.doc_lang}, inputs=(c.collection.corpus,),
+                              outputs=(c.index_dir,)))
+
+    def model(self, name: str, kind: str | None = None) -> str:
+        """The stage training model ``name`` with its ``models:`` options (and the stages it needs)."""
+        c = self.config
+        model = MODELS[name]
+        module = train_module(model.command)
+        if module is None:
+            raise ClirplugError(f"{c.source}: a run needs `clirplug train {model.command}`, "
+                                "which this version does not have")
+        src, tgt = c.collection.bitext(c.tune_split, c.collection.lang), c.collection.bitext(c.tune_split, c.collection.doc_lang)
+        for path in (src, tgt):
+            if not path.is_file():
+                raise ClirplugError(f"{c.source}: models.{name}: {path}: no such file (the tune split's bitext)")
+        deps = tuple(self.model(other, kind) for other in model.needs)
+        argv, inputs, outputs = model.arguments(c, src, tgt, kind)
+        if model.filtered:
+            deps += (self.source_text(),)
+            argv = argv + ["--filter", str(self.stages[self.source_text()].outputs[0])]
+        stage_name = f"model.{name}" + (f".{kind}" if model.per_kind else "")
+        return self.add(Stage(stage_name, "train", {"model": name, "module": module, "argv": argv,
+                                                    "options": c.models.get(name, {})},
+                              inputs=inputs, deps=deps, outputs=outputs))
+
+    def source_text(self) -> str:
+        """The source-language text the experiment translates (grammars are filtered to it)."""
+        c = self.config
+        splits = tuple(dict.fromkeys((*c.splits, c.tune_split)))
+        topics = tuple(c.collection.topics(split) for split in splits)
+        tune_lines = c.models.get("weights", {}).get("lines", TUNE_LINES)
+        bitexts = [(c.collection.bitext(c.tune_split, c.collection.lang), tune_lines)]
+        if c.translations["outputs"]:
+            bitexts.append((c.collection.bitext(c.translations["split"], c.collection.lang), c.translations["lines"]))
+        return self.add(Stage("source-text", "source-text",
+                              {"fields": list(c.fields), "lang": c.collection.lang, "lines": [n for _, n in bitexts]},
+                              inputs=topics + tuple(path for path, _ in bitexts),
+                              outputs=(c.run_dir / "translations" / f"source.{c.collection.lang}",)))
+
+    def run_stage(self, run: dict, kind: str, settings: dict, inputs=(), deps=(), inputs_from=()) -> str:
+        """A stage writing the run file of ``run`` (``name``, ``method``, ``split``, ``field``)."""
+        c = self.config
+        name = f"run.{run['name']}.{run['split']}.{run['field']}"
+        settings = {"hits": c.hits, **settings}
+        stage = Stage(name, kind, settings, tuple(inputs), tuple(deps),
+                      (run_file(c, run["split"], run["field"], run["name"]),), run, tuple(inputs_from))
+        self.run_stages[(run["name"], run["split"], run["field"])] = name
+        return self.add(stage)
+
+    def runs_of(self, name: str, splits) -> None:
+        """Plan the runs of ``name`` (``floor`` or a ``runs:`` entry) for ``splits`` and every field, once.
+
+        Runs on the tune split are planned only when another run trains or tunes on them.
+        """
+        missing = [split for split in splits if (name, split, self.config.fields[0]) not in self.run_stages]
+        if not missing:
+            return
+        if name == "floor":
+            plan_floor(self, missing)
+        else:
+            spec = self.config.run(name)
+            METHODS[spec.method].planner(self, spec, missing)
+
+
+def _bm25_settings(config) -> dict:
+    return {"index": str(config.index_dir), "bm25": dict(config.bm25)}
+
+
+def plan_floor(plan: Plan, splits) -> None:
+    """The floor: BM25 with the untranslated queries."""
+    c = plan.config
+    index = plan.index()
+    for split in splits:
+        for fld in c.fields:
+            plan.run_stage({"name": "floor", "method": "floor", "split": split, "field": fld}, "floor",
+                           _bm25_settings(c), inputs=(c.collection.topics(split),), deps=(index,))
+
+
+def plan_ceiling(plan: Plan, splits) -> None:
+    """The monolingual ceiling: BM25 with the English mate's title (splits with qrels)."""
+    c = plan.config
+    index = plan.index()
+    for split in splits:
+        if c.collection.qrels(split).is_file():
+            plan.run_stage({"name": "ceiling", "method": "ceiling", "split": split, "field": "title"}, "ceiling",
+                           _bm25_settings(c), inputs=(c.collection.qrels(split), c.collection.corpus), deps=(index,))
+
+
+def _translation_deps(plan: Plan, kind: str) -> tuple:
+    """The model stages a decoder of grammar ``kind`` needs (alignment, grammar, LM, tuned weights)."""
+    deps = [plan.model("align"), plan.model("grammar", kind), plan.model("lm")]
+    if plan.config.models.get("weights") is not None:
+        deps.append(plan.model("weights", kind))
+    return tuple(deps)
+
+
+def plan_dt(plan: Plan, spec, splits) -> None:
+    """DT: translate each topic field (``translate`` stage, ``--jobs`` processes), then BM25."""
+    c, s = plan.config, spec.settings
+    deps = _translation_deps(plan, s["kind"])
+    index = plan.index()
+    for split in splits:
+        for fld in c.fields:
+            out = c.run_dir / "translations" / f"{split}.{fld}.{s['kind']}.jsonl"
+            translate = Stage(f"translate.{s['kind']}.{split}.{fld}", "translate",
+                              {"model": str(c.model_dir), "kind": s["kind"], "lang": c.collection.lang, "field": fld},
+                              inputs=(c.collection.topics(split),), deps=deps, outputs=(out,))
+            plan.add(translate)
+            plan.run_stage({"name": spec.name, "method": "dt", "split": split, "field": fld}, "dt",
+                           {**_bm25_settings(c), "kind": s["kind"]}, deps=(index, translate.name), inputs_from=(out,))
+
+
+def plan_psq(plan: Plan, spec, splits) -> None:
+    """PSQ over the index with the tables of the model folder."""
+    from clirplug.qt.psq_tables import PsqSettings
+
+    c, s = plan.config, spec.settings
+    psq = PsqSettings.parse(s["psq"])
+    deps = [plan.model("align")]
+    if psq.weights["grammar"] > 0 or psq.weights["nbest"] > 0:
+        deps = list(_translation_deps(plan, s["kind"]))
+    deps.append(plan.index())
+    for split in splits:
+        for fld in c.fields:
+            plan.run_stage({"name": spec.name, "method": "psq", "split": split, "field": fld}, "psq",
+                           {**_bm25_settings(c), "psq": psq.spec(), "kind": s["kind"], "model": str(c.model_dir),
+                            "lang": c.collection.lang},
+                           inputs=(c.collection.topics(split),), deps=tuple(deps))
+
+
+def plan_boost(plan: Plan, spec, splits) -> None:
+    """Boosting: train on the tune split per field, then score (or rerank ``candidates``) each split."""
+    c, s = plan.config, spec.settings
+    tune_qrels = c.collection.qrels(c.tune_split)
+    if not tune_qrels.is_file():
+        raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (boosting trains on it)")
+    for fld in c.fields:
+        model = c.model_dir / f"boost.{spec.name}.{fld}.npz"
+        argv = ["--topics", str(c.collection.topics(c.tune_split)), "--qrels", str(tune_qrels),
+                "--corpus", str(c.collection.corpus), "--output", str(model), "--field", fld, "--quiet"]
+        train = plan.add(Stage(f"train.{spec.name}.{fld}", "boost-train",
+                               {"run": spec.name, "argv": argv, "options": s["options"]},
+                               inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
+                               outputs=(model,)))
+        for split in splits:
+            deps, inputs_from = [train], [model]
+            if s["candidates"]:
+                plan.runs_of(s["candidates"], [split])
+                deps.append(plan.run_stages[(s["candidates"], split, fld)])
+                inputs_from.append(run_file(c, split, fld, s["candidates"]))
+            plan.run_stage({"name": spec.name, "method": "boost", "split": split, "field": fld}, "boost",
+                           {"corpus": str(c.collection.corpus), "candidates": s["candidates"]},
+                           inputs=(c.collection.topics(split),), deps=tuple(deps), inputs_from=tuple(inputs_from))
+
+
+def plan_fusion(plan: Plan, spec, splits) -> None:
+    """Two runs fused with weights (kappa, 1 - kappa), kappa tuned on the tune split (paper 001, Fig. 1-3)."""
+    c, s = plan.config, spec.settings
+    if len(s["runs"]) != 2:
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.runs: a tuned fusion takes exactly two runs")
+    tune_qrels = c.collection.qrels(c.tune_split)
+    if not tune_qrels.is_file():
+        raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (kappa is tuned on it)")
+    for other in s["runs"]:
+        plan.runs_of(other, [c.tune_split, *splits])
+    for fld in c.fields:
+        prefix = f"{c.tune_split}.{fld}.{spec.name}.kappa"
+        deps = tuple(plan.run_stages[(other, c.tune_split, fld)] for other in s["runs"])
+        tune = Stage(f"tune.{spec.name}.{fld}", "fusion-tune",
+                     {"run": spec.name, "field": fld, "split": c.tune_split, "runs": list(s["runs"]),
+                      "method": s["fuser"], "grid_step": s["grid_step"], "measure": s["measure"], "hits": c.hits},
+                     inputs=(tune_qrels,), deps=deps,
+                     outputs=tuple(c.run_dir / f"{prefix}.{ext}" for ext in ("tsv", "png", "json")),
+                     inputs_from=tuple(run_file(c, c.tune_split, fld, other) for other in s["runs"]))
+        plan.add(tune)
+        for split in splits:
+            deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s["runs"]))
+            plan.run_stage({"name": spec.name, "method": "fusion", "split": split, "field": fld}, "fusion",
+                           {"method": s["fuser"], "runs": list(s["runs"])}, deps=deps,
+                           inputs_from=(tune.outputs[2], *(run_file(c, split, fld, other) for other in s["runs"])))
+
+
+def plan_translations(plan: Plan) -> None:
+    """The translated dev bitext of each ``translations.outputs`` entry, with BLEU and timings."""
+    c = plan.config
+    t = c.translations
+    if not t["outputs"]:
+        return
+    split = t["split"]
+    src, ref = c.collection.bitext(split, c.collection.lang), c.collection.bitext(split, c.collection.doc_lang)
+    if not (src.is_file() and ref.is_file()):
+        raise ClirplugError(f"{c.source}: translations.split: {src} or {ref}: no such file")
+    for output in t["outputs"]:
+        deps = (plan.model("align"),) if output == "word-by-word" else _translation_deps(plan, output)
+        plan.add(Stage(f"mt-eval.{output}.{split}", "mt-eval",
+                       {"output": output, "lines": t["lines"], "model": str(c.model_dir), "lang": c.collection.lang,
+                        "doc_lang": c.collection.doc_lang},
+                       inputs=(src, ref), deps=deps,
+                       outputs=(c.run_dir / "translations" / f"bitext.{split}.{output}.{c.collection.doc_lang}",)))
+
+
+def plan_bowfd(plan: Plan, spec, splits) -> None:
+    """BOW-FD: weights trained per field on the tune split's candidates, then each split's candidates reranked."""
+    c, s = plan.config, spec.settings
+    tune_qrels = c.collection.qrels(c.tune_split)
+    if not tune_qrels.is_file():
+        raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (BOW-FD trains on it)")
+    plan.runs_of(s["candidates"], [c.tune_split, *splits])
+    deps = _translation_deps(plan, s["kind"]) + (plan.index(),)
+    for fld in c.fields:
+        weights = c.model_dir / f"bowfd.{spec.name}.{fld}.weights"
+        argv = ["--model", str(c.model_dir), "--kind", s["kind"], "--index", str(c.index_dir),
+                "--topics", str(c.collection.topics(c.tune_split)), "--qrels", str(tune_qrels),
+                "--candidates", str(run_file(c, c.tune_split, fld, s["candidates"])), "--field", fld,
+                "--output", str(weights), "--quiet"] + ([] if s["ltr"] else ["--no-ltr"]) + (["--lex"] if s["lex"] else [])
+        train = plan.add(Stage(f"train.{spec.name}.{fld}", "bowfd-train",
+                               {"run": spec.name, "argv": argv, "options": s["options"]},
+                               inputs=(c.collection.topics(c.tune_split), tune_qrels),
+                               deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,)))
+        for split in splits:
+            plan.run_stage({"name": spec.name, "method": "bowfd", "split": split, "field": fld}, "bowfd",
+                           {"model": str(c.model_dir), "kind": s["kind"], "lang": c.collection.lang, "lm": s["lm"],
+                            "index": str(c.index_dir), "depth": s["depth"], "options": s["options"]},
+                           inputs=(c.collection.topics(split),),
+                           deps=(train, plan.run_stages[(s["candidates"], split, fld)]),
+                           inputs_from=(weights, run_file(c, split, fld, s["candidates"])))
+
+
+METHODS.update({
+    "dt": Method(plan_dt, {"kind": "hiero"}),
+    "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero"}),
+    "boost": Method(plan_boost, {"candidates": None}, cli="clirplug.cli.train_boost",
+                    fixed=("topics", "qrels", "corpus", "output", "field", "quiet", "jobs")),
+    "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
+                                 "depth": 100}, cli="clirplug.cli.train_bowfd",
+                    fixed=("model", "kind", "index", "topics", "qrels", "candidates", "field", "output", "no_ltr",
+                           "lex", "quiet", "jobs")),
+    "fusion": Method(plan_fusion, {"runs": [], "fuser": "borda", "grid_step": 0.05, "measure": "MAP"}),
+})
+
+
+def build_plan(config) -> Plan:
+    """Every stage of ``config``: index, models, baselines, each run, translation outputs."""
+    plan = Plan(config)
+    plan.runs_of("floor", config.splits)
+    plan_ceiling(plan, config.splits)
+    for spec in config.runs:
+        plan.runs_of(spec.name, config.splits)
+    plan_translations(plan)
+    return plan

@@ -1,0 +1,208 @@
+"""Probabilistic structured queries: BM25 over translation-weighted tf and df (paper 001, eq. 3).
+
+For a query ``F`` with one distribution ``p(e|f)`` per source token ``f``
+(:mod:`clirplug.qt.psq_tables`),
+
+    score(E|F) = Σ_f BM25(tf(f, E), df(f)),   tf(f, E) = Σ_e p(e|f) tf(e, E),   df(f) = Σ_e p(e|f) df(e),
+
+summed over the sentences of a multi-sentence query (Darwish & Oard 2003; Ture & Lin).
+BM25 is Lucene's (``BM25Similarity``): ``idf(df) · tf / (tf + k1 (1 - b + b dl/avgdl))``
+with the index's N, average length and decoded length norms, so that PSQ with the identity
+table ``p(t|t) = 1`` *is* Lucene's BM25 of the same analyzed query (a repeated source token
+counts once per occurrence, as Anserini's bag-of-words query boosts it by its count).
+
+Targets are mapped to index terms by the index's own analyzer
+(:meth:`clirplug.lucene.reader.LuceneIndex.analyze_phrase`): a target that analyzes to no
+term is dropped, one that analyzes to several terms (a one-to-many expression, or a token
+such as ``/etc/passwd``) is an exact phrase, matched through Lucene positions, whose df is
+the number of documents containing it. Targets mapping to the same index expression have
+their probabilities added.
+
+Scoring is sparse linear algebra: the term columns ``T`` (documents × expressions) of the
+index's cached tf matrix, ``tf = T P`` and ``df = df_e P`` for the expressions × sources
+probability matrix ``P``, then BM25 over the non-zeros. Candidates are the documents with
+at least one translation term.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from clirplug.errors import ClirplugError
+from clirplug.lucene.reader import LuceneIndex
+from clirplug.lucene.search import DEFAULT_B, DEFAULT_K1
+
+Expression = tuple[tuple[str, int], ...]  # ((index term, relative position), ...)
+
+
+class PsqScorer:
+    """PSQ retrieval over one Lucene index.
+
+    Parameters
+    ----------
+    index : LuceneIndex or path
+    k1, b : float
+        BM25 parameters (Anserini's defaults 0.9 and 0.4; the papers used 1.2 and 0.75).
+    """
+
+    def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        self.index = index if isinstance(index, LuceneIndex) else LuceneIndex(index)
+        self.k1, self.b = k1, b
+        self._norm = k1 * (1 - b + b * self.index.doc_lengths / self.index.avg_doc_length)
+        self._docid_rank = np.argsort(np.argsort(self.index.docids, kind="stable"), kind="stable")
+
+    def expressions(self, distributions: Sequence[Mapping[str, float]]) -> list[dict[Expression, float]]:
+        """Map each source token's ``{target: p}`` onto index expressions (see the module docstring)."""
+        query = []
+        for dist in distributions:
+            mapped: dict[Expression, float] = {}
+            for target, p in dist.items():
+                expression = self.index.analyze_phrase(target)
+                if expression and p > 0:
+                    mapped[expression] = mapped.get(expression, 0.0) + p
+            if mapped:
+                query.append(mapped)
+        return query
+
+    def _columns(self, expressions: Sequence[Expression]) -> tuple[sp.csc_matrix, np.ndarray]:
+        """The documents × expressions tf matrix and the expressions' document frequencies."""
+        index = self.index
+        single = [e[0][0] for e in expressions if len(e) == 1]
+        cols = index.term_columns(single)
+        known = cols >= 0
+        parts = {}
+        if single:
+            matrix = index.matrix_csc[:, cols[known]]
+            order = np.flatnonzero(known)
+            for k, position in enumerate(order):
+                parts[single[position]] = (matrix.indices[matrix.indptr[k]:matrix.indptr[k + 1]],
+                                           matrix.data[matrix.indptr[k]:matrix.indptr[k + 1]])
+        indptr, indices, data = [0], [], []
+        for expression in expressions:
+            if len(expression) == 1:
+                docs, tfs = parts.get(expression[0][0], (np.zeros(0, np.int32), np.zeros(0, np.float32)))
+            else:
+                docs, tfs = index.phrase_postings(expression)
+            indices.append(docs)
+            data.append(tfs)
+            indptr.append(indptr[-1] + len(docs))
+        tf = sp.csc_matrix((np.concatenate(data).astype(np.float64), np.concatenate(indices), np.array(indptr)),
+                           shape=(index.matrix.shape[0], len(expressions)))
+        return tf, np.diff(tf.indptr).astype(np.float64)
+
+    def score(self, query: Sequence[Mapping[Expression, float]]) -> tuple[np.ndarray, np.ndarray]:
+        """Internal numbers and PSQ scores of the candidate documents of ``query`` (unordered)."""
+        if not query:
+            return np.zeros(0, np.int64), np.zeros(0)
+        # identical source distributions (a repeated token) are one column counted m times
+        keyed: dict[tuple, int] = {}
+        for dist in query:
+            key = tuple(sorted(dist.items()))
+            keyed[key] = keyed.get(key, 0) + 1
+        sources = list(keyed)
+        counts = np.array([keyed[key] for key in sources], dtype=np.float64)
+        vocabulary: dict[Expression, int] = {}
+        rows, cols, probs = [], [], []
+        for s, key in enumerate(sources):
+            for expression, p in key:
+                rows.append(vocabulary.setdefault(expression, len(vocabulary)))
+                cols.append(s)
+                probs.append(p)
+        projection = sp.csr_matrix((probs, (rows, cols)), shape=(len(vocabulary), len(sources)))
+        tf_e, df_e = self._columns(list(vocabulary))
+        tf = (tf_e @ projection).tocoo()  # documents × sources: tf(f, E)
+        df = projection.T @ df_e  # df(f)
+        idf = self.index.idf(df)
+        values = counts[tf.col] * idf[tf.col] * tf.data / (tf.data + self._norm[tf.row])
+        docs, inverse = np.unique(tf.row, return_inverse=True)
+        return docs, np.bincount(inverse, weights=values, minlength=len(docs))
+
+    def top(self, docs: np.ndarray, scores: np.ndarray, hits: int) -> list[tuple[str, float]]:
+        """The ``hits`` best ``(docid, score)``, score descending, ties by docid ascending."""
+        if len(docs) > hits:
+            keep = np.argpartition(-scores, hits - 1)[:hits]
+            threshold = scores[keep].min()  # keep every document tied with the last one, then cut
+            keep = np.flatnonzero(scores >= threshold)
+            docs, scores = docs[keep], scores[keep]
+        order = np.lexsort((self._docid_rank[docs], -scores))[:hits]
+        return [(str(self.index.docids[d]), float(s)) for d, s in zip(docs[order], scores[order])]
+
+    def search(self, distributions: Sequence[Mapping[str, float]], hits: int = 1000) -> list[tuple[str, float]]:
+        """Top ``hits`` ``(docid, score)`` for a query given as per-token ``{target: p}`` distributions."""
+        return self.top(*self.score(self.expressions(distributions)), hits)
+
+
+def _model_builder(args, settings):
+    """A :class:`PsqBuilder` and a tokenizer from ``--table`` or ``--model``."""
+    from pathlib import Path
+
+    from clirplug.mt.preprocess import preprocessor
+    from clirplug.qt.psq_tables import PsqBuilder, PsqTable
+
+    if args.table:
+        return PsqBuilder(settings, token=PsqTable.load(args.table)), preprocessor(args.src_lang)
+    model = Path(args.model)
+    if not model.is_dir():
+        raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
+    token = grammar = translate = None
+    if settings.weights["token"] > 0:
+        from clirplug.mt.lexicon import LexicalTable
+
+        path = model / "lex.e_given_f.npz"
+        if not path.is_file():
+            raise ClirplugError(f"{path}: missing; run `clirplug train align` first")
+        token = LexicalTable.load(path)
+    if settings.weights["grammar"] > 0:
+        from clirplug.mt.grammar import read_grammar
+
+        path = model / f"grammar.{args.kind}.gz"
+        if not path.is_file():
+            raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
+        grammar = read_grammar(path)
+    if settings.weights["nbest"] > 0:
+        from clirplug.mt.translator import Translator
+
+        translator = Translator(model, kind=args.kind, src_lang=args.src_lang)
+        translate = translator.translate
+    return PsqBuilder(settings, token, grammar, translate), preprocessor(args.src_lang, model)
+
+
+def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
+    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise)."""
+    from clirplug.io.topics import topic_field
+    from clirplug.mt.preprocess import split_sentences
+
+    queries = {}
+    for topic in topics:
+        text = topic_field(topic, args.field)
+        sentences = [tokens for tokens in (tokenize(s) for s in split_sentences(text, args.src_lang)) if tokens]
+        queries[topic.id] = builder.query(sentences)
+    return queries
+
+
+def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
+               progress: bool = True):
+    """A run frame (qid, docid, rank, score) of PSQ for ``qid -> distributions``."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    rows = []
+    for qid, dists in tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr):
+        rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(scorer.search(dists, hits), 1))
+    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+
+
+def psq_run(args, topics):
+    """``clirplug search --method psq``: PSQ with ``--table`` or ``--model`` and the ``--psq`` settings."""
+    from clirplug.qt.psq_tables import PsqSettings
+
+    if bool(args.table) == bool(args.model):
+        raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
+    settings = PsqSettings.parse(args.psq)
+    builder, tokenize = _model_builder(args, settings)
+    queries = psq_queries(args, topics, builder, tokenize)
+    return psq_search(PsqScorer(args.index, args.k1, args.b), queries, args.hits, progress=not args.quiet)

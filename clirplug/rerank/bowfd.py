@@ -1,0 +1,555 @@
+"""Bag-of-words forced decoding (BOW-FD; Hieber & Riezler, NAACL 2015).
+
+A candidate document ``d`` is scored by the best derivation of the query's translation
+forest when every edge also earns IR features for the target terms it produces (§3):
+
+    score(q, d) = max_h  Σ_{e ∈ h}  w_smt·φ_smt(e) + w_lex·φ_lex(e) + Σ_t c(e, t) w_t bm25(t, d)
+
+where ``c(e, t)`` counts the index term ``t`` among the target words of edge ``e`` (each word
+mapped through the index's Lucene analyzer), so a term produced ``k`` times by a derivation
+fires ``k`` times and the IR features of a derivation sum to ``BM25(h, d) = Σ_{t ∈ h} bm25(t, d)``
+over its yield's terms with repetition (the paper's bag-of-words semantics). The term weight is
+``bm25(t, d) = rsj(t) · tf / (k1 ((1 - b) + b dl / avdl) + tf)`` with the Robertson/Spärck Jones
+``rsj(t) = log((N - df + 0.5) / (df + 0.5))`` (natural log; negative for ``df > N/2``, as
+written) and ``k1 = 1.2``, ``b = 0.75`` (footnote 2); ``dl`` and ``avdl`` are Lucene's own
+(decoded length norms, field average). The per-term weights ``w_t`` default to ``v`` (the IR
+default weight, ``w_ir = 1·v``; 1.6 in the paper for Wikipedia de-en); learning to rank
+(:mod:`clirplug.rerank.bowfd_train`) gives terms their own weights and may add the LEX sparse
+indicator features (one per aligned word pair, inserted target word and deleted source word of
+a rule). Scores are in the decoder's units (log10 model scores plus the IR part).
+
+Inference (§3, "Implementation and Complexity Analysis"): one Viterbi pass per sentence over
+all candidates at once (:meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch` on an edges ×
+documents matrix built from the sparse term incidence of the edges and the documents' BM25
+weights); documents that activate no IR feature keep the SMT Viterbi score without a pass
+(pre-filtering); an optional beam considers only the first ``beam`` incoming edges of a node in
+the decoder's (cube pruning, best first) order. Multi-sentence queries are a product of
+experts: each sentence ranks the candidates, a document outside a sentence's top ``k`` takes
+that ranking's minimum, and the sentence scores (logs of the experts) are summed.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from clirplug.atomic import atomic_open
+from clirplug.errors import ClirplugError, where
+from clirplug.mt.grammar import is_nonterminal
+from clirplug.mt.hypergraph import Hypergraph
+
+DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
+DEFAULT_K1 = 1.2  # footnote 2
+DEFAULT_B = 0.75  # footnote 2
+DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
+MAX_CELLS = 4_000_000  # edges × documents scored per viterbi_batch call (bounds memory)
+
+IR_DEFAULT = "IR_default"  # the name of v in a weights file
+IR_PREFIX = "IR:"  # per-term IR weights: "IR:<index term>"
+SMT_PREFIX = "SMT:"  # decoder feature weights: "SMT:<feature>"
+LEX_ALIGN, LEX_INSERT, LEX_DELETE = "LEXA:", "LEXI:", "LEXD:"  # LEX indicators (a "|" joins f and e)
+
+
+# ============================================================================ weights
+
+
+def _escape(name: str) -> str:
+    return name.replace("%", "%25").replace("#", "%23").replace(" ", "%20").replace("\t", "%09")
+
+
+def _unescape(name: str) -> str:
+    return name.replace("%09", "\t").replace("%20", " ").replace("%23", "#").replace("%25", "%")
+
+
+@dataclass
+class BowfdWeights:
+    """The weights of a BOW-FD model: decoder, IR default ``v``, per-term IR and LEX weights.
+
+    Terms absent from ``ir`` weigh ``v``; LEX features absent from ``lex`` weigh 0. ``lex_enabled``
+    says whether the LEX features are computed at all (BOW-FD+LEX).
+    """
+
+    smt: dict[str, float]
+    v: float = DEFAULT_V
+    ir: dict[str, float] = field(default_factory=dict)
+    lex: dict[str, float] = field(default_factory=dict)
+    lex_enabled: bool = False
+
+    def term_weights(self, terms: Sequence[str]) -> np.ndarray:
+        """``w_t`` for each term (``v`` unless learned)."""
+        return np.array([self.ir.get(t, self.v) for t in terms], dtype=float)
+
+    def save(self, path, comment: str = "") -> None:
+        """Write a readable weights file: ``name value`` a line (``#`` comments; ``%``-escaped names)."""
+        lines = [f"# {line}" for line in comment.splitlines()]
+        lines.append(f"{IR_DEFAULT} {self.v!r}")
+        lines.append(f"LEX_enabled {int(self.lex_enabled)}")
+        lines += [f"{SMT_PREFIX}{_escape(n)} {float(w)!r}" for n, w in sorted(self.smt.items())]
+        lines += [f"{IR_PREFIX}{_escape(t)} {float(w)!r}" for t, w in sorted(self.ir.items())]
+        lines += [f"{_escape(n)} {float(w)!r}" for n, w in sorted(self.lex.items())]
+        with atomic_open(path) as out:
+            out.write("\n".join(lines) + "\n")
+
+    @classmethod
+    def load(cls, path) -> BowfdWeights:
+        """Read a file written by :meth:`save`.
+
+        Raises
+        ------
+        ClirplugError
+            Naming the file and line of a malformed entry.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ClirplugError(f"{path}: cannot read BOW-FD weights ({error.strerror})") from error
+        weights = cls(smt={})
+        seen_default = False
+        for lineno, line in enumerate(text.splitlines(), 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            if len(fields) != 2:
+                raise ClirplugError(f"{where(path, lineno)}: expected 'name value', got {line.strip()!r}")
+            try:
+                value = float(fields[1])
+            except ValueError:
+                raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not a number") from None
+            if not math.isfinite(value):
+                raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not finite")
+            name = fields[0]
+            if name == IR_DEFAULT:
+                weights.v, seen_default = value, True
+            elif name == "LEX_enabled":
+                weights.lex_enabled = bool(value)
+            elif name.startswith(SMT_PREFIX):
+                weights.smt[_unescape(name[len(SMT_PREFIX):])] = value
+            elif name.startswith(IR_PREFIX):
+                weights.ir[_unescape(name[len(IR_PREFIX):])] = value
+            elif name.startswith((LEX_ALIGN, LEX_INSERT, LEX_DELETE)):
+                weights.lex[_unescape(name)] = value
+            else:
+                raise ClirplugError(f"{where(path, lineno)}: unknown BOW-FD weight {name!r} "
+                                    f"(expected {IR_DEFAULT}, LEX_enabled, {SMT_PREFIX}*, {IR_PREFIX}* or LEX*)")
+        if not seen_default:
+            raise ClirplugError(f"{path}: no {IR_DEFAULT} line: not a BOW-FD weights file")
+        return weights
+
+
+# ============================================================================ edge features
+
+
+def edge_terms(forest: Hypergraph, analyze: Callable[[str], Sequence[str]]) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The index terms of the forest and the ``E × T`` counts ``c(e, t)`` of each edge's target words.
+
+    Each target terminal of an edge's template is analyzed on its own (``analyze``, the index's
+    Lucene analyzer, cached by the caller): stopwords produce no term, a word may produce several.
+    """
+    vocabulary: dict[str, int] = {}
+    rows, cols = [], []
+    for e, template in enumerate(forest.templates):
+        for item in template:
+            if isinstance(item, str):
+                for term in analyze(item):
+                    rows.append(e)
+                    cols.append(vocabulary.setdefault(term, len(vocabulary)))
+    counts = sp.csr_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+                           shape=(forest.num_edges, len(vocabulary)))
+    counts.sum_duplicates()
+    return np.array(list(vocabulary), dtype=object), counts
+
+
+def lex_features(forest: Hypergraph) -> list[dict[str, float]]:
+    """The LEX indicators of each edge (§3): ``LEXA:f|e`` per aligned terminal pair of its rule,
+    ``LEXI:e`` per unaligned target terminal (insertion), ``LEXD:f`` per unaligned source terminal
+    (deletion). Edges without a rule (the goal edges) have none."""
+    out = []
+    for rule in forest.rules:
+        features: dict[str, float] = {}
+        if rule is not None:
+            src_terminal = [not is_nonterminal(t) for t in rule.src]
+            tgt_terminal = [not is_nonterminal(t) for t in rule.tgt]
+            linked_src, linked_tgt = set(), set()
+            for s, t in rule.alignment:
+                if src_terminal[s] and tgt_terminal[t]:
+                    name = f"{LEX_ALIGN}{rule.src[s]}|{rule.tgt[t]}"
+                    features[name] = features.get(name, 0.0) + 1.0
+                    linked_src.add(s)
+                    linked_tgt.add(t)
+            for t, word in enumerate(rule.tgt):
+                if tgt_terminal[t] and t not in linked_tgt:
+                    features[LEX_INSERT + word] = features.get(LEX_INSERT + word, 0.0) + 1.0
+            for s, word in enumerate(rule.src):
+                if src_terminal[s] and s not in linked_src:
+                    features[LEX_DELETE + word] = features.get(LEX_DELETE + word, 0.0) + 1.0
+        out.append(features)
+    return out
+
+
+def _dict_rows(rows: Sequence[Mapping[str, float]]) -> tuple[tuple[str, ...], sp.csr_matrix]:
+    """Feature dicts as (names, ``rows × names`` CSR matrix)."""
+    names = sorted({name for row in rows for name in row})
+    index = {name: i for i, name in enumerate(names)}
+    r = np.repeat(np.arange(len(rows)), [len(row) for row in rows])
+    c = np.array([index[name] for row in rows for name in row], dtype=np.int64)
+    v = np.array([value for row in rows for value in row.values()], dtype=float)
+    return tuple(names), sp.csr_matrix((v, (r, c)), shape=(len(rows), len(names)))
+
+
+def restrict_incoming(forest: Hypergraph, beam: int) -> Hypergraph:
+    """The forest with only the first ``beam`` incoming edges of each node, in the decoder's order
+    (cube pruning pops best first), as the paper's beam discontinues the max (§3)."""
+    if beam < 1:
+        raise ClirplugError(f"the beam must be at least 1, got {beam}")
+    position = np.arange(forest.num_edges) - forest.offsets[forest.heads]
+    if np.all(position < beam):
+        return forest
+    return forest.subgraph(np.flatnonzero(position < beam))
+
+
+class PreparedSentence:
+    """One query sentence's forest with its document-independent parts.
+
+    Attributes
+    ----------
+    forest : Hypergraph
+    terms : numpy.ndarray of str
+        The index terms its edges produce (``T``).
+    counts : scipy.sparse.csr_matrix
+        ``E × T`` term counts ``c(e, t)``.
+    lex_names : tuple of str
+    lex : scipy.sparse.csr_matrix
+        ``E × L`` LEX indicators (no columns unless ``lex`` was asked for).
+    tokens : tuple of str
+        The source tokens.
+    """
+
+    def __init__(self, forest: Hypergraph, analyze: Callable[[str], Sequence[str]], lex: bool = False,
+                 beam: int | None = None, tokens: Sequence[str] = ()):
+        self.forest = restrict_incoming(forest, beam) if beam else forest
+        self.terms, self.counts = edge_terms(self.forest, analyze)
+        self.lex_names, self.lex = _dict_rows(lex_features(self.forest) if lex else [{}] * self.forest.num_edges)
+        self.tokens = tuple(tokens)
+
+    def edge_scores(self, weights: BowfdWeights) -> np.ndarray:
+        """The document-independent part of every edge's score: ``w_smt·φ_smt(e) + w_lex·φ_lex(e)``."""
+        scores = self.forest.edge_scores(weights.smt)
+        if self.lex.shape[1] and weights.lex:
+            scores = scores + self.lex @ np.array([weights.lex.get(n, 0.0) for n in self.lex_names])
+        return scores
+
+
+# ============================================================================ IR statistics
+
+
+def rsj(df, num_docs: int) -> np.ndarray:
+    """Robertson/Spärck Jones weight ``log((N - df + 0.5) / (df + 0.5))`` (natural log; §3)."""
+    df = np.asarray(df, dtype=float)
+    return np.log((num_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_matrix(index, terms: Sequence[str], docs: np.ndarray, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> np.ndarray:
+    """``D × T`` matrix of ``bm25(t, d) = rsj(t) · tf / (k1 ((1 - b) + b dl / avdl) + tf)`` (§3).
+
+    ``index`` is a :class:`clirplug.lucene.reader.LuceneIndex` (or any object with ``num_docs``,
+    ``df``, ``tf_matrix`` and ``bm25_tf`` of the same meaning); ``docs`` are internal numbers.
+    """
+    terms = list(terms)
+    if not terms or len(docs) == 0:
+        return np.zeros((len(docs), len(terms)))
+    tf = index.tf_matrix(terms).tocsr()[docs]
+    saturated = index.bm25_tf(tf, k1, b, docs)
+    weights = rsj(index.df(terms), index.num_docs)
+    return np.asarray(saturated.multiply(weights[None, :]).todense()) if sp.issparse(saturated) else saturated * weights
+
+
+# ============================================================================ inference
+
+
+@dataclass
+class SentenceScores:
+    """The result of scoring documents against one sentence forest.
+
+    ``scores`` (D,) the Viterbi scores; ``active`` (D,) bool, the documents that had a pass of
+    their own (the others hold ``smt_score``); ``best`` the ``N × D_active`` back pointers of the
+    active documents (only when asked for), ``smt_best`` those of the SMT Viterbi derivation.
+    """
+
+    scores: np.ndarray
+    active: np.ndarray
+    smt_score: float
+    smt_best: np.ndarray
+    best: np.ndarray | None = None
+
+    def back_pointers(self, d: int) -> np.ndarray:
+        """The back pointers of document ``d``'s winning derivation."""
+        if not self.active[d]:
+            return self.smt_best
+        if self.best is None:
+            raise ValueError("the scores were computed without back pointers")
+        return self.best[:, int(np.count_nonzero(self.active[:d]))]
+
+
+def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_weights: np.ndarray,
+                   bm25: np.ndarray, back_pointers: bool = False, max_cells: int = MAX_CELLS) -> SentenceScores:
+    """BOW-FD Viterbi scores of ``D`` documents for one sentence (eq. 4), all documents at once.
+
+    Parameters
+    ----------
+    sentence : PreparedSentence
+    edge_scores : array (E,)
+        The document-independent edge scores (:meth:`PreparedSentence.edge_scores`).
+    term_weights : array (T,)
+        ``w_t`` per term of ``sentence.terms``.
+    bm25 : array (D, T)
+        ``bm25(t, d)`` (:func:`bm25_matrix`).
+    back_pointers : bool
+        Keep the winning derivations' back pointers.
+    """
+    forest = sentence.forest
+    smt_scores, smt_best = forest.viterbi_batch(edge_scores)
+    smt_score = float(smt_scores[0])
+    weighted = np.asarray(bm25, dtype=float) * term_weights[None, :]  # D × T
+    active = np.any(weighted != 0.0, axis=1)  # pre-filtering: no IR activation, no pass
+    scores = np.full(len(weighted), smt_score)
+    docs = np.flatnonzero(active)
+    best = np.empty((forest.num_nodes, len(docs)), dtype=np.int64) if back_pointers else None
+    if len(docs):
+        chunk = max(1, max_cells // max(1, forest.num_edges))
+        for start in range(0, len(docs), chunk):
+            part = docs[start:start + chunk]
+            extra = sentence.counts @ weighted[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
+            values, pointers = forest.viterbi_batch(edge_scores, extra, back_pointers)
+            scores[part] = values
+            if best is not None:
+                best[:, start:start + len(part)] = pointers
+    return SentenceScores(scores, active, smt_score, smt_best[:, 0], best)
+
+
+def combine_sentences(sentence_scores: Sequence[np.ndarray], k: int = DEFAULT_SENTENCE_DEPTH) -> np.ndarray:
+    """Product of experts over sentences (§3, "Multi-Sentence Queries"), in log space.
+
+    Each sentence ranks the documents; a document outside its top ``k`` takes the minimum score
+    of that top ``k``; the (log) scores are summed over sentences.
+    """
+    if not sentence_scores:
+        raise ValueError("no sentence scores to combine")
+    total = np.zeros(len(sentence_scores[0]))
+    for scores in sentence_scores:
+        scores = np.asarray(scores, dtype=float)
+        if k < len(scores):
+            order = np.lexsort((np.arange(len(scores)), -scores))
+            floor = scores[order[k - 1]]
+            smoothed = np.full(len(scores), floor)
+            smoothed[order[:k]] = scores[order[:k]]
+            scores = smoothed
+        total += scores
+    return total
+
+
+def derivation_edge_counts(forest: Hypergraph, pointers: np.ndarray) -> np.ndarray:
+    """How often each edge occurs in the derivation that follows ``pointers`` down from the goal."""
+    counts = np.zeros(forest.num_edges)
+    stack = [forest.goal]
+    while stack:
+        e = int(pointers[stack.pop()])
+        counts[e] += 1
+        stack.extend(forest.tails[e])
+    return counts
+
+
+def derivation_yield(forest: Hypergraph, pointers: np.ndarray) -> tuple[str, ...]:
+    """The target words of the derivation that follows ``pointers``."""
+    return forest.derivation_yield(forest.derivation_from_backpointers(pointers))[0]
+
+
+# ============================================================================ the reranker
+
+
+@dataclass(frozen=True)
+class BowfdConfig:
+    """Every option of BOW-FD scoring besides the weights (defaults: the paper's)."""
+
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    beam: int | None = None
+    sentence_depth: int = DEFAULT_SENTENCE_DEPTH
+    field: str = "title"
+
+    def check(self) -> BowfdConfig:
+        """Raise ``ClirplugError`` naming the first out-of-range option."""
+        if not (self.k1 >= 0 and math.isfinite(self.k1)):
+            raise ClirplugError(f"BM25 k1 must be a non-negative number, got {self.k1}")
+        if not 0 <= self.b <= 1:
+            raise ClirplugError(f"BM25 b must lie in [0, 1], got {self.b}")
+        if self.beam is not None and self.beam < 1:
+            raise ClirplugError(f"the beam must be at least 1, got {self.beam}")
+        if self.sentence_depth < 1:
+            raise ClirplugError(f"the sentence depth must be at least 1, got {self.sentence_depth}")
+        return self
+
+
+class BowFD:
+    """BOW-FD over a translation model and a Lucene index.
+
+    Parameters
+    ----------
+    translator
+        Gives ``sentences(text, split)`` and ``forest(tokens)`` (a
+        :class:`clirplug.mt.translator.Translator`, or :class:`NoLMForests` for the -LM ablation).
+    index
+        A :class:`clirplug.lucene.reader.LuceneIndex` (statistics and analyzer).
+    weights : BowfdWeights
+    config : BowfdConfig
+    """
+
+    def __init__(self, translator, index, weights: BowfdWeights, config: BowfdConfig = BowfdConfig()):
+        self.translator, self.index, self.weights, self.config = translator, index, weights, config.check()
+        self._row = {docid: i for i, docid in enumerate(index.docids.tolist())}
+        self._words: dict[str, tuple[str, ...]] = {}
+
+    def analyze(self, word: str) -> tuple[str, ...]:
+        """The index terms of one target word (cached)."""
+        terms = self._words.get(word)
+        if terms is None:
+            terms = self._words[word] = tuple(self.index.analyze(word))
+        return terms
+
+    def prepare(self, text: str, field: str | None = None) -> list[PreparedSentence]:
+        """The prepared forests of a query text (one per sentence unless ``field`` is ``title``)."""
+        field = field or self.config.field
+        return [PreparedSentence(self.translator.forest(tokens), self.analyze, self.weights.lex_enabled,
+                                 self.config.beam, tokens)
+                for tokens in self.translator.sentences(text, split=field != "title")]
+
+    def doc_rows(self, docids: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+        """Internal numbers of the ``docids`` found in the index, and those ids."""
+        kept = [d for d in docids if d in self._row]
+        return np.array([self._row[d] for d in kept], dtype=np.int64), kept
+
+    def score(self, sentences: Sequence[PreparedSentence], docs: np.ndarray, back_pointers: bool = False,
+              weights: BowfdWeights | None = None) -> tuple[np.ndarray, list[SentenceScores]]:
+        """Combined scores of the documents ``docs`` (internal numbers) and each sentence's result."""
+        weights = weights or self.weights
+        results = []
+        for sentence in sentences:
+            bm25 = bm25_matrix(self.index, sentence.terms, docs, self.config.k1, self.config.b)
+            results.append(score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms),
+                                          bm25, back_pointers))
+        if not results:
+            return np.zeros(len(docs)), results
+        return combine_sentences([r.scores for r in results], self.config.sentence_depth), results
+
+    def rerank(self, topics, candidates, depth: int = 1000, field: str | None = None, progress: bool = False,
+               explain=None):
+        """Rescore each topic's top ``depth`` candidates (a run frame); return a run frame.
+
+        Candidates missing from the index are dropped. With ``explain`` (a writable text
+        handle), one JSON line per (query, document) gives each sentence's winning yield, its
+        score and the BM25 features it fired.
+        """
+        import json
+
+        import pandas as pd
+        from tqdm import tqdm
+
+        from clirplug.io.runs import sort_run
+        from clirplug.io.topics import topic_field
+
+        field = field or self.config.field
+        ranked = sort_run(candidates)
+        groups = {qid: frame["docid"].tolist()[:depth] for qid, frame in ranked.groupby("qid", sort=False)}
+        rows = []
+        for topic in tqdm(topics, desc="BOW-FD", unit=" topics", disable=not progress, file=sys.stderr):
+            if topic.id not in groups:
+                continue
+            docs, docids = self.doc_rows(groups[topic.id])
+            sentences = self.prepare(topic_field(topic, field), field)
+            if not sentences or not docids:
+                continue
+            scores, results = self.score(sentences, docs, back_pointers=explain is not None)
+            rows.extend(zip([topic.id] * len(docids), docids, scores.tolist()))
+            if explain is not None:
+                for d, docid in enumerate(docids):
+                    record = {"qid": topic.id, "docid": docid, "score": float(scores[d]), "sentences": [
+                        self.explain(sentence, result, docs, d) for sentence, result in zip(sentences, results)]}
+                    explain.write(json.dumps(record, ensure_ascii=False) + "\n")
+        frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+        return sort_run(frame)
+
+    def explain(self, sentence: PreparedSentence, result: SentenceScores, docs: np.ndarray, d: int) -> dict:
+        """Document ``d``'s winning derivation for one sentence: yield, score, fired BM25 features."""
+        pointers = result.back_pointers(d)
+        counts = derivation_edge_counts(sentence.forest, pointers)
+        term_counts = sentence.counts.T @ counts
+        bm25 = bm25_matrix(self.index, sentence.terms, docs[d:d + 1], self.config.k1, self.config.b)[0]
+        fired = {str(t): round(float(c * v), 6) for t, c, v in zip(sentence.terms, term_counts, bm25) if c and v}
+        return {"yield": " ".join(derivation_yield(sentence.forest, pointers)), "score": float(result.scores[d]),
+                "prefiltered": not bool(result.active[d]), "bm25": fired}
+
+
+class NoLMForests:
+    """The -LM forests of a model (the paper's Table 2 ablation): its grammar and weights, no LM.
+
+    Wraps a :class:`clirplug.mt.translator.Translator` (for tokenization, grammar and weights);
+    forests are kept in memory only.
+    """
+
+    def __init__(self, translator):
+        from clirplug.mt.decoder import Decoder
+        from clirplug.mt.grammar import read_grammar
+
+        self.translator = translator
+        self.weights = translator.weights
+        self.decoder = Decoder(read_grammar(translator.grammar_path), None, translator.weights,
+                               translator.pop_limit, translator.max_span)
+        self._cache: dict[tuple[str, ...], Hypergraph] = {}
+
+    def sentences(self, text: str, split: bool = True) -> list[list[str]]:
+        return self.translator.sentences(text, split)
+
+    def forest(self, tokens: Sequence[str]) -> Hypergraph:
+        key = tuple(tokens)
+        if key not in self._cache:
+            self._cache[key] = self.decoder.forest(tokens)
+        return self._cache[key]
+
+
+# ============================================================================ CLI entry point
+
+
+def rerank_run(args, topics):
+    """``clirplug rerank --method bowfd``: BOW-FD over ``args.candidates`` (see ``clirplug.cli.rerank``)."""
+    from clirplug.io.runs import read_run
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.mt.translator import Translator
+
+    for option in ("index", "candidates"):
+        if not getattr(args, option, None):
+            raise ClirplugError(f"--method bowfd needs --{option}")
+    translator = Translator(args.model, kind=args.kind)
+    if args.weights:
+        weights = BowfdWeights.load(args.weights)
+        weights.smt = {**translator.weights, **weights.smt}
+    else:
+        weights = BowfdWeights(smt=dict(translator.weights))
+    if args.v is not None:
+        weights.v = args.v
+    forests = NoLMForests(translator) if args.no_lm else translator
+    config = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
+                         b=args.b if args.b is not None else DEFAULT_B,
+                         beam=args.beam, sentence_depth=args.sentence_depth or DEFAULT_SENTENCE_DEPTH,
+                         field=args.field or "title")
+    model = BowFD(forests, LuceneIndex(args.index, progress=not args.quiet), weights, config)
+    candidates = read_run(args.candidates)
+    if args.explain:
+        with atomic_open(args.explain) as handle:
+            return model.rerank(topics, candidates, args.depth, progress=not args.quiet, explain=handle)
+    return model.rerank(topics, candidates, args.depth, progress=not args.quiet)

@@ -1,0 +1,309 @@
+"""Learning to rank for BOW-FD (Hieber & Riezler 2015, §4).
+
+Preference pairs ``(d+, d-)`` with ``rl(d+) > rl(d-)`` come from the train-split qrels: each
+relevant document against every judged document of lower grade and against the top
+``negatives`` unjudged documents of a first-stage candidate run (the hardest irrelevant ones).
+The loss is the margin-rescaled hinge ``[score(q, d-) - score(q, d+) + Δ]_+`` with
+``Δ = rl(d+) - rl(d-)``; its subgradient is the feature difference ``Φ(h-, d-) - Φ(h+, d+)`` of
+the two documents' Viterbi derivations (summed over the query's sentences). Updates follow
+Adadelta (Zeiler 2012; ρ = 0.95, ε = 1e-6, applied every step, a zero gradient only decays the
+accumulators), over a fixed cyclic sequence of pairs (query by query, relevant document by
+relevant document; Bertsekas 2011), with iterative parameter mixing (McDonald et al. 2010):
+the queries are split into ``jobs`` shards trained in parallel processes from the same weights,
+and the weights are averaged after each epoch. Regularization is early stopping: the weights of
+the epoch with the best MAP on held-out train queries are kept (epoch 0, the starting weights,
+included). As in the paper, training starts from the SMT weights of the model and the grid-searched
+IR default ``v``, and the SMT weights stay frozen unless asked otherwise; the trained features
+are the per-term IR weights (``IR:t``, starting at ``v``) and, with LEX, the sparse indicators.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from clirplug.errors import ClirplugError
+from clirplug.rerank.bowfd import (
+    IR_PREFIX,
+    SMT_PREFIX,
+    BowFD,
+    BowfdWeights,
+    PreparedSentence,
+    bm25_matrix,
+    combine_sentences,
+    derivation_edge_counts,
+    score_sentence,
+)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Options of BOW-FD learning to rank (Adadelta's ρ and ε: Zeiler's defaults, as the paper)."""
+
+    epochs: int = 10
+    patience: int = 3
+    rho: float = 0.95
+    epsilon: float = 1e-6
+    negatives: int = 5
+    train_smt: bool = False
+    jobs: int = 2
+
+    def check(self) -> TrainConfig:
+        """Raise ``ClirplugError`` naming the first out-of-range option."""
+        rules = [("epochs", self.epochs >= 1), ("patience", self.patience >= 1), ("rho", 0 < self.rho < 1),
+                 ("epsilon", self.epsilon > 0), ("negatives", self.negatives >= 0), ("jobs", self.jobs >= 1)]
+        for name, ok in rules:
+            if not ok:
+                raise ClirplugError(f"BOW-FD training option {name} is out of range: {getattr(self, name)!r}")
+        return self
+
+
+class FeatureSpace:
+    """Global feature names (``SMT:*``, ``IR:*``, ``LEX*``) and their positions in one weight vector."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def ids(self, names) -> np.ndarray:
+        """Positions of ``names``, adding new ones."""
+        out = np.empty(len(names), dtype=np.int64)
+        for i, name in enumerate(names):
+            position = self.index.get(name)
+            if position is None:
+                position = self.index[name] = len(self.names)
+                self.names.append(name)
+            out[i] = position
+        return out
+
+    def vector(self, weights: BowfdWeights) -> np.ndarray:
+        """``weights`` as a vector over the space (terms without a weight of their own: ``v``)."""
+        theta = np.zeros(len(self.names))
+        for i, name in enumerate(self.names):
+            if name.startswith(SMT_PREFIX):
+                theta[i] = weights.smt.get(name[len(SMT_PREFIX):], 0.0)
+            elif name.startswith(IR_PREFIX):
+                theta[i] = weights.ir.get(name[len(IR_PREFIX):], weights.v)
+            else:
+                theta[i] = weights.lex.get(name, 0.0)
+        return theta
+
+    def weights(self, theta: np.ndarray, base: BowfdWeights) -> BowfdWeights:
+        """The vector back as weights: ``base`` updated with every feature of the space."""
+        smt, ir, lex = dict(base.smt), dict(base.ir), dict(base.lex)
+        for name, value in zip(self.names, theta.tolist()):
+            if name.startswith(SMT_PREFIX):
+                smt[name[len(SMT_PREFIX):]] = value
+            elif name.startswith(IR_PREFIX):
+                if value != base.v:
+                    ir[name[len(IR_PREFIX):]] = value
+            elif value != 0.0:
+                lex[name] = value
+        return BowfdWeights(smt=smt, v=base.v, ir=ir, lex=lex, lex_enabled=base.lex_enabled)
+
+    def trainable(self, train_smt: bool) -> np.ndarray:
+        """Mask of the features learning may change."""
+        return np.array([train_smt or not n.startswith(SMT_PREFIX) for n in self.names], dtype=bool)
+
+
+class TrainQuery:
+    """One query's sentences, documents (with relevance and BM25 rows) and preference pairs.
+
+    ``pairs`` are ``(i+, i-, margin)`` over ``docids`` in the paper's cyclic order.
+    """
+
+    def __init__(self, qid: str, sentences: list[PreparedSentence], docids: list[str], relevance: np.ndarray,
+                 bm25: list[np.ndarray], space: FeatureSpace):
+        self.qid, self.sentences, self.docids, self.relevance, self.bm25 = qid, sentences, docids, relevance, bm25
+        self.smt_ids = [space.ids([SMT_PREFIX + n for n in s.forest.feature_names]) for s in sentences]
+        self.ir_ids = [space.ids([IR_PREFIX + t for t in s.terms]) for s in sentences]
+        self.lex_ids = [space.ids(list(s.lex_names)) for s in sentences]
+        order = sorted(range(len(docids)), key=lambda i: (-relevance[i], docids[i]))
+        self.pairs = [(p, n, float(relevance[p] - relevance[n]))
+                      for p in order if relevance[p] > 0 for n in order if relevance[n] < relevance[p]]
+
+    def scores(self, theta: np.ndarray, docs: np.ndarray, k: int, back_pointers: bool = False):
+        """Combined BOW-FD scores of ``docs`` (positions in ``docids``) under ``theta``, and per-sentence results."""
+        results = []
+        for s, sentence in enumerate(self.sentences):
+            edge = sentence.forest.features @ theta[self.smt_ids[s]]
+            if len(self.lex_ids[s]):
+                edge = edge + sentence.lex @ theta[self.lex_ids[s]]
+            results.append(score_sentence(sentence, edge, theta[self.ir_ids[s]], self.bm25[s][docs], back_pointers))
+        return combine_sentences([r.scores for r in results], k), results
+
+    def features(self, results, docs: np.ndarray, j: int, size: int) -> np.ndarray:
+        """``Φ(h, d)`` of column ``j`` (document ``docs[j]``): its winning derivations' features, summed."""
+        phi = np.zeros(size)
+        for s, (sentence, result) in enumerate(zip(self.sentences, results)):
+            counts = derivation_edge_counts(sentence.forest, result.back_pointers(j))
+            np.add.at(phi, self.smt_ids[s], sentence.forest.features.T @ counts)
+            np.add.at(phi, self.ir_ids[s], (sentence.counts.T @ counts) * self.bm25[s][docs[j]])
+            if len(self.lex_ids[s]):
+                np.add.at(phi, self.lex_ids[s], sentence.lex.T @ counts)
+        return phi
+
+
+class Adadelta:
+    """Zeiler's (2012) Adadelta, Algorithm 1, on the coordinates of ``mask``."""
+
+    def __init__(self, size: int, rho: float, epsilon: float):
+        self.rho, self.epsilon = rho, epsilon
+        self.grad2 = np.zeros(size)
+        self.step2 = np.zeros(size)
+
+    def step(self, theta: np.ndarray, gradient: np.ndarray) -> None:
+        """One update of ``theta`` in place."""
+        rho, eps = self.rho, self.epsilon
+        self.grad2 = rho * self.grad2 + (1 - rho) * gradient * gradient
+        delta = -np.sqrt(self.step2 + eps) / np.sqrt(self.grad2 + eps) * gradient
+        self.step2 = rho * self.step2 + (1 - rho) * delta * delta
+        theta += delta
+
+
+def train_epoch(queries: list[TrainQuery], theta: np.ndarray, optimizer: Adadelta, mask: np.ndarray,
+                k: int) -> tuple[np.ndarray, float, int]:
+    """One cyclic pass of hinge-loss Adadelta steps over the pairs of ``queries``.
+
+    Returns the new weights, the summed loss (before each step) and the number of violated pairs.
+    """
+    theta = theta.copy()
+    loss, violated = 0.0, 0
+    for query in queries:
+        for positive, negative, margin in query.pairs:
+            docs = np.array([positive, negative])
+            scores, results = query.scores(theta, docs, k, back_pointers=True)
+            value = scores[1] - scores[0] + margin
+            gradient = np.zeros(len(theta))
+            if value > 0:
+                loss += value
+                violated += 1
+                size = len(theta)
+                gradient = (query.features(results, docs, 1, size) - query.features(results, docs, 0, size)) * mask
+            optimizer.step(theta, gradient)
+    return theta, loss, violated
+
+
+# ---------------------------------------------------------------- parallel epochs (fork)
+
+_SHARDS: list[list[TrainQuery]] = []
+
+
+def _shard_epoch(job):
+    shard, theta, optimizer, mask, k = job
+    theta, loss, violated = train_epoch(_SHARDS[shard], theta, optimizer, mask, k)
+    return theta, optimizer, loss, violated
+
+
+def average_precision(ranked_relevance: np.ndarray, num_relevant: int) -> float:
+    """AP of one ranking (relevance ``> 0`` counts), over ``num_relevant`` judged relevant documents."""
+    hits = ranked_relevance > 0
+    if num_relevant == 0:
+        return 0.0
+    precision = np.cumsum(hits) / np.arange(1, len(hits) + 1)
+    return float(precision[hits].sum() / num_relevant)
+
+
+@dataclass
+class HeldOut:
+    """A held-out query: its candidates' relevance in candidate order and its number of relevant documents."""
+
+    query: TrainQuery
+    num_relevant: int
+
+
+def mean_average_precision(held_out: list[HeldOut], theta: np.ndarray, k: int) -> float:
+    """MAP of the held-out queries reranked by ``theta`` (ties by candidate order)."""
+    values = []
+    for item in held_out:
+        docs = np.arange(len(item.query.docids))
+        scores, _ = item.query.scores(theta, docs, k)
+        order = np.lexsort((docs, -scores))
+        values.append(average_precision(item.query.relevance[order], item.num_relevant))
+    return float(np.mean(values)) if values else 0.0
+
+
+def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights,
+          config: TrainConfig, sentence_depth: int, progress: bool = True) -> tuple[BowfdWeights, list[dict]]:
+    """Pairwise LTR with Adadelta, iterative parameter mixing and early stopping (see the module docstring).
+
+    Returns the weights of the best epoch and one record per epoch (loss, violated pairs, held-out MAP).
+    """
+    import multiprocessing
+
+    config.check()
+    theta = space.vector(start)
+    mask = space.trainable(config.train_smt)
+    jobs = max(1, min(config.jobs, len(train_queries)))
+    shards = [train_queries[i::jobs] for i in range(jobs)]
+    optimizers = [Adadelta(len(theta), config.rho, config.epsilon) for _ in range(jobs)]
+    best_map = mean_average_precision(held_out, theta, sentence_depth)
+    history = [{"epoch": 0, "held_out_map": best_map}]
+    best_theta, best_epoch = theta.copy(), 0
+    _SHARDS[:] = shards
+    pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
+    try:
+        for epoch in range(1, config.epochs + 1):
+            work = [(i, theta, optimizers[i], mask, sentence_depth) for i in range(jobs)]
+            results = pool.map(_shard_epoch, work) if pool else [_shard_epoch(w) for w in work]
+            theta = np.mean([r[0] for r in results], axis=0)  # iterative parameter mixing
+            optimizers = [r[1] for r in results]
+            score = mean_average_precision(held_out, theta, sentence_depth)
+            record = {"epoch": epoch, "loss": sum(r[2] for r in results), "violated": sum(r[3] for r in results),
+                      "pairs": sum(len(q.pairs) for q in train_queries), "held_out_map": score}
+            history.append(record)
+            if progress:
+                print("BOW-FD LTR " + " ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                                               for k, v in record.items()), file=sys.stderr)
+            if score > best_map or not held_out:  # without held-out queries: the last epoch
+                best_map, best_theta, best_epoch = score, theta.copy(), epoch
+            elif epoch - best_epoch >= config.patience:
+                break
+    finally:
+        if pool:
+            pool.close()
+            pool.join()
+        _SHARDS.clear()
+    history.append({"best_epoch": best_epoch, "held_out_map": best_map})
+    return space.weights(best_theta, start), history
+
+
+# ---------------------------------------------------------------- building the data
+
+
+def build_query(model: BowFD, qid: str, text: str, docids: list[str], relevance: np.ndarray,
+                space: FeatureSpace) -> TrainQuery | None:
+    """A :class:`TrainQuery` from a BOW-FD model (forests, analyzer, index); ``None`` when nothing is left."""
+    rows, kept = model.doc_rows(docids)
+    if not kept:
+        return None
+    grade = dict(zip(docids, relevance.tolist()))
+    sentences = model.prepare(text)
+    if not sentences:
+        return None
+    bm25 = [bm25_matrix(model.index, s.terms, rows, model.config.k1, model.config.b) for s in sentences]
+    return TrainQuery(qid, sentences, kept, np.array([grade[d] for d in kept], dtype=float), bm25, space)
+
+
+def training_documents(candidates: list[str], judged: dict[str, int], negatives: int) -> tuple[list[str], np.ndarray]:
+    """A query's training documents: every judged one and its top ``negatives`` unjudged candidates."""
+    unjudged = [d for d in candidates if d not in judged][:negatives]
+    docids = sorted(judged) + unjudged
+    return docids, np.array([judged.get(d, 0) for d in docids], dtype=float)
+
+
+def choose_v(held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights, grid, sentence_depth: int) -> list:
+    """MAP of the held-out queries for each ``v`` of ``grid`` (IR weights all equal to ``v``)."""
+    table = []
+    for v in grid:
+        weights = BowfdWeights(smt=start.smt, v=float(v), lex=start.lex, lex_enabled=start.lex_enabled)
+        table.append((float(v), mean_average_precision(held_out, space.vector(weights), sentence_depth)))
+    return table
+
+
+def config_comment(config: TrainConfig, extra: dict) -> str:
+    """The header of a weights file: every option that made it."""
+    return "\n".join(["clirplug BOW-FD weights (Hieber & Riezler 2015), trained by `clirplug train bowfd`"] +
+                     [f"{k} = {v}" for k, v in {**asdict(config), **extra}.items()])

@@ -1,0 +1,195 @@
+"""``clirplug experiment``: the demo config end to end, caching, resume, overrides, another language pair."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from clirplug.cli import main
+from clirplug.errors import ClirplugError
+from clirplug.experiment import stages as stage_module
+from clirplug.experiment.config import load_config
+from clirplug.experiment.runner import run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "configs" / "demo.yaml"
+MINIFR = REPO / "tests" / "data" / "minifr"
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.trec"))}
+
+
+# the same config on the French fixture: only the collection's path, name and language change;
+# its test split has no qrels
+MINIFR_SETTINGS = [f"collection.path={MINIFR}", "collection.lang=fr", "collection.name=minifr", "splits=[dev, test]"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The demo config run once into a fresh root: (config, outcomes)."""
+    root = tmp_path_factory.mktemp("demo-root")
+    config = load_config(DEMO, [f"root={root}"])
+    return config, run_experiment(config, progress=False)
+
+
+@pytest.fixture(scope="module")
+def minifr(tmp_path_factory):
+    """The demo config on the French fixture collection, run once: (config, outcomes)."""
+    root = tmp_path_factory.mktemp("minifr-root")
+    config = load_config(DEMO, MINIFR_SETTINGS + [f"root={root}"])
+    return config, run_experiment(config, progress=False)
+
+
+# ----------------------------------------------------------------------------- config checks (no JVM)
+
+def _write(tmp_path, text):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
+
+
+@pytest.mark.parametrize("text, overrides, message", [
+    (BASE + "colour: red\n", [], "exp.yaml: colour: unknown key"),
+    (BASE + "hits: many\n", [], "exp.yaml: hits: expected int"),
+    (BASE + "fields: [title, abstract]\n", [], "fields: unknown value 'abstract'"),
+    (BASE + "runs: {psq: {pl: 0.1}}\n", [], "runs.psq.pl: unknown setting"),
+    (BASE + "runs: {x: {method: magic}}\n", [], "runs.x.method: unknown method 'magic'"),
+    (BASE + "runs: {b: {method: boost, colour: 1}}\n", [], "runs.b.colour: unknown setting"),
+    (BASE + "runs: {b: {method: boost, order: three}}\n", [], "runs.b: argument --order"),
+    (BASE + "runs: {b: {method: boost, field: desc}}\n", [], "runs.b.field: set by the experiment itself"),
+    (BASE + "runs: {f: {method: fusion, runs: [psq, floor]}}\n", [], "refers to 'psq'"),
+    (BASE + "models: {align: {p0: high}}\n", [], "models.align: argument --p0"),
+    (BASE + "measures: [MAP, Magic@3]\n", [], "measures:"),
+    (BASE, ["collection.path=/nonexistent"], "collection.path: /nonexistent/corpus.jsonl: no such file"),
+    (BASE, ["splits=[dev, nosuchsplit]"], "splits: "),
+    (BASE, ["hits"], "--set 'hits': expected KEY=VALUE"),
+])
+def test_config_errors_name_the_key(tmp_path, text, overrides, message):
+    with pytest.raises(ClirplugError) as error:
+        load_config(_write(tmp_path, text), overrides)
+    assert message in str(error.value)
+
+
+def test_overrides_are_typed_and_relative_to_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = load_config(DEMO, ["collection.path=tests/data/minifr", "collection.lang=fr", "hits=10",
+                                "runs.psq.psq=lambda=1:0:0", f"root={tmp_path}"])
+    assert config.collection.path == REPO / "tests" / "data" / "minifr"
+    assert (config.collection.lang, config.hits, config.root) == ("fr", 10, tmp_path)
+    assert config.run("psq").settings["psq"] == "lambda=1:0:0"
+    # the file's own relative path is read relative to the file
+    assert load_config(DEMO).collection.path.resolve() == (REPO / "clirplug" / "data" / "demo").resolve()
+
+
+def test_parallel_map_keeps_the_order():
+    tasks = [-5, 3, -1, 4, -2]
+    assert stage_module.parallel_map(abs, tasks, jobs=2) == stage_module.parallel_map(abs, tasks, jobs=1) == [5, 3, 1, 4, 2]
+
+
+# ----------------------------------------------------------------------------- the demo end to end
+
+def test_demo_writes_runs_report_and_records(demo):
+    config, outcomes = demo
+    assert all(o.status == "ran" for o in outcomes)
+    run_dir = config.run_dir
+    for name in ("report.md", "report.csv", "report.json"):
+        assert (run_dir / name).stat().st_size > 0
+    report = json.loads((run_dir / "report.json").read_text())
+    run_names = {r["run"] for r in report["runs"]}
+    assert {"floor", "ceiling", *(spec.name for spec in config.runs)} <= run_names
+    for record in report["runs"]:
+        assert (run_dir / record["file"]).is_file() and record["signature"].startswith(record["method"])
+        assert 0 <= record["latency_median_seconds"] <= record["latency_p90_seconds"]
+    assert {s["stage"] for s in report["stages"]} == {o.stage.name for o in outcomes} - {"report"}
+    assert all(s["wall_seconds"] >= 0 and s["peak_rss_mb"] > 0 for s in report["stages"])
+    (translation,) = report["translations"]
+    assert translation["output"] == "word-by-word" and 0 < translation["bleu"] <= 100
+    hypotheses = (run_dir / translation["file"]).read_text().splitlines()
+    assert len(hypotheses) == translation["sentences"]
+    # every tuned fusion weight is written next to the runs, with its curve
+    fusions = [r for r in report["runs"] if r["method"] == "fusion"]
+    assert fusions and all(0 <= r["tuned"]["kappa"] <= 1 for r in fusions)
+    assert list(run_dir.glob("train.*.kappa.png"))
+
+
+def test_report_numbers_equal_clirplug_eval(demo, capsys):
+    config, _ = demo
+    report = json.loads((config.run_dir / "report.json").read_text())
+    files = {(r["split"], r["field"], r["run"]): config.run_dir / r["file"] for r in report["runs"]}
+    files.update({(r["split"], field, "ceiling"): config.run_dir / r["file"]
+                  for r in report["runs"] if r["run"] == "ceiling" for field in config.fields})
+    checked = 0
+    for row in report["scores"]:
+        capsys.readouterr()
+        main(["eval", "--qrels", str(config.collection.qrels(row["split"])),
+              str(files[(row["split"], row["field"], row["run"])]), "--measures", row["measure"], "--format", "json"])
+        (expected,) = json.loads(capsys.readouterr().out)
+        assert row["value"] == pytest.approx(expected["value"], rel=1e-12, abs=1e-12)
+        checked += 1
+    scored = [key for key in files if key[0] in config.splits]  # train-split runs are written, not scored
+    assert checked == len(config.measures) * len(scored) > 0
+
+
+def test_second_invocation_skips_everything_and_keeps_the_bytes(demo):
+    config, _ = demo
+    before = _digests(config.run_dir)
+    report_before = (config.run_dir / "report.json").read_bytes()
+    outcomes = run_experiment(config, progress=False)
+    assert {o.status for o in outcomes} == {"up to date"}
+    assert _digests(config.run_dir) == before
+    assert (config.run_dir / "report.json").read_bytes() == report_before
+
+
+def test_dry_run_lists_without_writing(tmp_path, capsys):
+    assert main(["experiment", str(DEMO), "--root", str(tmp_path), "--dry-run", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "index: would run" in out and "report: would run" in out
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "indexes").exists()
+
+
+def test_interrupted_run_resumes_to_the_same_files(minifr, tmp_path, monkeypatch):
+    config, _ = minifr
+    function, version = stage_module.STAGE_KINDS["psq"]
+    calls = []
+
+    def interrupted(stage, ctx):
+        calls.append(stage.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as if killed in the middle of the second PSQ stage
+        return function(stage, ctx)
+
+    monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (interrupted, version))
+    fresh = load_config(DEMO, MINIFR_SETTINGS + [f"root={tmp_path}"])
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(fresh, progress=False)
+    monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (function, version))
+    outcomes = run_experiment(fresh, progress=False)
+    ran = {o.stage.name for o in outcomes if o.status == "ran"}
+    assert calls[1] in ran and calls[0] not in ran and "index" not in ran
+    assert _digests(fresh.run_dir) == _digests(config.run_dir)
+
+    # a changed setting reruns only the stages that depend on it
+    changed = load_config(DEMO, MINIFR_SETTINGS + [f"root={tmp_path}", "runs.psq.psq=lambda=1:0:0,pL=0.05"])
+    outcomes = run_experiment(changed, progress=False)
+    ran = {o.stage.name for o in outcomes if o.status == "ran"}
+    assert ran and all(name.startswith(("run.psq.", "tune.psq", "run.psq+", "report")) for name in ran)
+    assert {o.stage.name for o in outcomes if o.stage.name.startswith("run.psq.")} <= ran
+
+
+def test_same_config_runs_on_another_language_pair(minifr):
+    """Only the collection's path, name and language change; the test split has no qrels."""
+    config, outcomes = minifr
+    assert all(o.status == "ran" for o in outcomes)
+    report = json.loads((config.run_dir / "report.json").read_text())
+    assert report["collection"]["lang"] == "fr"
+    assert {r["split"] for r in report["runs"]} >= {"dev", "test"}
+    assert {r["split"] for r in report["scores"]} == {"dev"}
+    assert (config.root / "models" / "minifr" / "lex.e_given_f.npz").is_file()
+    test_runs = [r for r in report["runs"] if r["split"] == "test" and r["run"] != "floor"]  # French titles may match nothing
+    assert test_runs and all((config.run_dir / r["file"]).stat().st_size > 0 for r in test_runs)
+    assert "No qrels" in (config.run_dir / "report.md").read_text()

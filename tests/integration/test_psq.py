@@ -1,0 +1,156 @@
+"""PSQ over Lucene: the identity table is Lucene's BM25; brute force agrees on random tables; CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from clirplug.cli import main
+from clirplug.io.runs import read_run
+from clirplug.io.topics import read_topics
+from clirplug.lucene.reader import LuceneIndex
+from clirplug.lucene.search import Bm25Searcher, anserini_score_ties
+from clirplug.qt.psq import PsqScorer
+
+from lucene_tiny import TINY_DOCS
+
+
+def _check_identity(scorer, searcher, text, hits):
+    """PSQ with p(t|t) = 1 over the analyzed query equals Lucene's BM25 ranking and scores."""
+    query = [{((term, 0),): 1.0} for term in scorer.index.analyze(text)]
+    ours = scorer.top(*scorer.score(query), hits)
+    lucene = searcher.search(text, hits)
+    assert len(ours) == len(lucene)
+    if not ours:
+        return
+    # Anserini rounds to 1e-4 and lowers ties by 1e-6 each: adjust ours alike, then compare rank by rank
+    adjusted = anserini_score_ties(np.array([s for _, s in ours], dtype=np.float32))
+    np.testing.assert_allclose(adjusted, [s for _, s in lucene], atol=1e-4, rtol=0)
+    raw = dict(ours)
+    for (our_doc, our_score), (lucene_doc, _) in zip(ours, lucene):
+        if our_doc != lucene_doc:  # only near-ties may swap (float32 in Lucene, float64 here)
+            assert abs(our_score - raw.get(lucene_doc, -1.0)) < 1e-4
+
+
+def test_identity_table_is_lucene_bm25_on_manclir(manclir_index, manclir_de):
+    index = LuceneIndex(manclir_index, progress=False)
+    scorer, searcher = PsqScorer(index), Bm25Searcher(manclir_index)
+    topics = read_topics(manclir_de / "topics.dev.jsonl")
+    for topic in topics:
+        _check_identity(scorer, searcher, topic.title, 1000)
+    for topic in topics[:40]:  # a repeated token counts once per occurrence, as Anserini's boost does
+        _check_identity(scorer, searcher, topic.desc, 1000)
+    searcher.close()
+
+
+def test_identity_with_other_bm25_parameters(tiny_index):
+    scorer, searcher = PsqScorer(tiny_index, k1=1.2, b=0.75), Bm25Searcher(tiny_index, k1=1.2, b=0.75)
+    for text in ["files directory files", "print standard output", "nothing matches xyzzy"]:
+        _check_identity(scorer, searcher, text, 10)
+
+
+def _brute_force(index, texts, query, k1, b):
+    """PSQ from raw analyzed document texts: positions by the analyzer, phrases counted by hand."""
+    n = len(texts)
+    avgdl = index.avg_doc_length
+    positions = {docid: index.analyze_phrase(text) for docid, text in texts.items()}
+
+    def tf(expression, docid):
+        tokens = {(term, pos) for term, pos in positions[docid]}
+        starts = [pos for term, pos in positions[docid] if term == expression[0][0]]
+        return sum(all((term, start + offset) in tokens for term, offset in expression) for start in starts)
+
+    scores = {}
+    for docid in texts:
+        dl = index.doc_lengths[index.doc_index(docid)]
+        total, matched = 0.0, False
+        for dist in query:
+            tf_f = sum(p * tf(e, docid) for e, p in dist.items())
+            df_f = sum(p * sum(tf(e, d) > 0 for d in texts) for e, p in dist.items())
+            if tf_f > 0:
+                matched = True
+                idf = np.log(1 + (n - df_f + 0.5) / (df_f + 0.5))
+                total += idf * tf_f / (tf_f + k1 * (1 - b + b * dl / avgdl))
+        if matched:
+            scores[docid] = total
+    return scores
+
+
+def test_vectorized_psq_equals_brute_force_on_random_tables(tiny_index):
+    index = LuceneIndex(tiny_index, progress=False)
+    texts = {d["id"]: f"{d['title']}\n{d['contents']}" for d in TINY_DOCS}
+    vocabulary = sorted({term for text in texts.values() for term, _ in index.analyze_phrase(text)})
+    phrases = ["standard output", "source file", "a destination file", "each file", "files in a directory",
+               "the files", "output standard"]
+    expressions = [((t, 0),) for t in vocabulary] + [index.analyze_phrase(p) for p in phrases] + [(("nosuchterm", 0),)]
+    rng = np.random.default_rng(7)
+    for k1, b in [(0.9, 0.4), (1.2, 0.75)]:
+        scorer = PsqScorer(index, k1=k1, b=b)
+        for _ in range(25):
+            query = []
+            for _ in range(rng.integers(1, 5)):
+                chosen = rng.choice(len(expressions), size=rng.integers(1, 6), replace=False)
+                probs = rng.dirichlet(np.ones(len(chosen))) * rng.uniform(0.3, 1.0)
+                query.append({expressions[c]: float(p) for c, p in zip(chosen, probs)})
+            if rng.random() < 0.3:
+                query.append(dict(query[0]))  # a repeated source token
+            expected = _brute_force(index, texts, query, k1, b)
+            docs, scores = scorer.score(query)
+            got = {str(index.docids[d]): s for d, s in zip(docs, scores)}
+            assert got.keys() == expected.keys()
+            for docid, score in expected.items():
+                assert got[docid] == pytest.approx(score, rel=1e-9, abs=1e-12)
+
+
+def test_phrase_frequencies_match_lucene(tiny_index):
+    from clirplug.lucene._jvm import jclass
+    from clirplug.lucene.reader import FIELD
+
+    index = LuceneIndex(tiny_index, progress=False)
+    searcher = jclass("org.apache.lucene.search.IndexSearcher")(index._reader)
+    for text in ["standard output", "a destination file", "files in a directory", "each file"]:
+        expression = index.analyze_phrase(text)
+        assert len(expression) > 1
+        docs, freqs = index.phrase_postings(expression)
+        query = jclass("org.apache.lucene.util.QueryBuilder")(index._analyzer).createPhraseQuery(FIELD, text)
+        assert len(docs) == searcher.count(query)
+        for doc, freq in zip(docs.tolist(), freqs.tolist()):
+            assert f"phraseFreq={freq:g}" in searcher.explain(query, doc).toString()
+
+
+def test_expressions_analyze_and_merge_targets(tiny_index):
+    scorer = PsqScorer(tiny_index)
+    query = scorer.expressions([{"files": 0.5, "file": 0.2, "the": 0.2, "standard output": 0.1}, {"the": 1.0}])
+    assert query == [{(("file", 0),): pytest.approx(0.7), (("standard", 0), ("output", 1)): 0.1}]
+
+
+def test_cli_search_with_a_table(tiny_index, tmp_path):
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"datei": {"file": 0.8, "files": 0.2}, "liste": {"list": 1.0},
+                                 "verzeichnis": {"directory": 0.7, "folder": 0.3}}), encoding="utf-8")
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\tDatei Verzeichnis\nq2\tliste die Dateien\n", encoding="utf-8")
+    out = tmp_path / "psq.trec"
+    assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--output", str(out),
+                 "--method", "psq", "--table", str(table), "--psq", "stop=large,pC=0.9", "--quiet"]) == 0
+    run = read_run(out)
+    assert set(run["qid"]) == {"q1", "q2"}
+    q1 = run[run["qid"] == "q1"]
+    assert q1["docid"].iloc[0] in {"ls.1", "cp.1", "mv.1", "rm.1"}
+    assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--output", str(out),
+                 "--method", "psq", "--quiet"]) == 2  # neither --table nor --model
+
+
+def test_cli_psq_errors(tiny_index, tmp_path, capsys):
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\tDatei\n", encoding="utf-8")
+    base = ["search", "--index", str(tiny_index), "--topics", str(topics), "--output", str(tmp_path / "r.trec"),
+            "--method", "psq", "--quiet"]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("datei\tfile\n", encoding="utf-8")
+    assert main(base + ["--table", str(bad)]) == 2
+    assert "bad.tsv:1: expected 'source<TAB>target<TAB>probability'" in capsys.readouterr().err
+    assert main(base + ["--model", str(tmp_path / "nomodel")]) == 2
+    assert "no such model folder" in capsys.readouterr().err
+    assert main(base + ["--table", str(bad), "--psq", "lambda=1"]) == 2
+    assert "--psq: cannot read 'lambda=1'" in capsys.readouterr().err

@@ -1,0 +1,202 @@
+"""PSQ tables: file formats, Pr_grammar / Pr_nbest by hand, heuristics, interpolation, thresholds."""
+
+import gzip
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.mt.grammar import Rule, iter_grammar, parse_rule, source_matches
+from clirplug.qt.psq_tables import (
+    PsqBuilder,
+    PsqSettings,
+    PsqTable,
+    aligned_targets,
+    derivation_weights,
+    drop_target_stopwords,
+    grammar_table,
+    interpolate,
+    load_stopwords,
+    nbest_table,
+    prune,
+)
+
+TABLE = {"datei": {"file": 0.7, "data file": 0.2, "the": 0.1}, "liste": {"list": 1.0}}
+
+
+# -- formats -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["table.json", "table.tsv"])
+def test_round_trip(tmp_path, name):
+    PsqTable(TABLE).save(tmp_path / name)
+    assert PsqTable.load(tmp_path / name) == PsqTable(TABLE)
+
+
+def test_reads_patapsco_json(tmp_path):
+    path = tmp_path / "patapsco.json"
+    path.write_text(json.dumps({"haus": {"house": 0.75, "home": 0.25}}), encoding="utf-8")
+    assert PsqTable.load(path).translations("haus") == {"house": 0.75, "home": 0.25}
+
+
+def test_tsv_layout_and_order(tmp_path):
+    PsqTable(TABLE).save(tmp_path / "t.tsv")
+    lines = (tmp_path / "t.tsv").read_text(encoding="utf-8").splitlines()
+    assert lines == ["datei\tfile\t0.7", "datei\tdata file\t0.2", "datei\tthe\t0.1", "liste\tlist\t1"]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("bad.tsv", "datei\tfile\n", "bad.tsv:1: expected 'source<TAB>target<TAB>probability'"),
+    ("bad.tsv", "a\tb\t0.5\na\tb\t0.2\n", "bad.tsv:2: pair 'a' -> 'b' occurs twice"),
+    ("bad.tsv", "a\tb\tx\n", "bad.tsv:1: probability 'x' is not a number"),
+    ("bad.tsv", "a\tb\t1.5\n", "bad.tsv:1: expected a probability in [0, 1]"),
+    ("bad.json", "{\"a\": [1]}", "field 'a': expected an object"),
+    ("bad.json", "{\"a\": {\"b\": \"x\"}}", "field 'a' -> 'b': expected a probability"),
+    ("bad.json", "{\"a\":", "bad.json:1: invalid JSON"),
+])
+def test_bad_files_name_file_and_line(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ClirplugError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        PsqTable.load(tmp_path / name)
+
+
+# -- heuristics, Pr_grammar, Pr_nbest ------------------------------------------------------------
+def test_heuristics():
+    assert aligned_targets(["marque", "de", "fabrique"], "one-to-one") == ["marque", "de", "fabrique"]
+    assert aligned_targets(["marque", "de", "fabrique"], "one-to-none") == []
+    assert aligned_targets(["marque", "de", "fabrique"], "one-to-many") == ["marque de fabrique"]
+    assert aligned_targets(["marque"], "one-to-none") == ["marque"]
+    with pytest.raises(ClirplugError, match="unknown alignment heuristic"):
+        aligned_targets(["a", "b"], "many")
+
+
+RULES = [
+    # likelihoods 10**-EgivenF: 0.5, 0.25, 0.1, 0.2 (the last does not apply: "haus" is not in the query)
+    parse_rule("[X] ||| brand ||| marque de fabrique ||| EgivenF=0.30103 ||| 0-0 0-1 0-2"),
+    parse_rule("[X] ||| brand [X,1] ||| marque [X,1] ||| EgivenF=0.60206 ||| 0-0 1-1"),
+    parse_rule("[X] ||| nestle brand ||| nestle marque ||| EgivenF=1 ||| 0-0 1-1"),
+    parse_rule("[X] ||| haus ||| maison ||| EgivenF=0.69897 ||| 0-0"),
+]
+
+
+def test_grammar_table_by_hand():
+    tokens = ["nestle", "brand", "produkte"]  # "brand [X,1]" needs a token after "brand"
+    many = grammar_table(RULES, tokens, "one-to-many")
+    # brand: "marque de fabrique" 0.5, "marque" 0.25 + 0.1 -> normalized by 0.85
+    assert many.translations("brand") == pytest.approx({"marque de fabrique": 0.5 / 0.85, "marque": 0.35 / 0.85})
+    assert many.translations("nestle") == pytest.approx({"nestle": 1.0})
+    assert "haus" not in many and "produkte" not in many
+    assert grammar_table(RULES, ["nestle", "brand"], "one-to-many").translations("brand") == pytest.approx(
+        {"marque de fabrique": 0.5 / 0.6, "marque": 0.1 / 0.6})
+    one = grammar_table(RULES, tokens, "one-to-one")
+    total = 3 * 0.5 + 0.25 + 0.1
+    assert one.translations("brand") == pytest.approx(
+        {"marque": (0.5 + 0.35) / total, "de": 0.5 / total, "fabrique": 0.5 / total})
+    none = grammar_table(RULES, tokens, "one-to-none")
+    assert none.translations("brand") == pytest.approx({"marque": 1.0})
+
+
+def test_grammar_table_on_a_cdec_grammar(cdec_clef06):
+    """Real cdec rules (positional features, feature 0 is EgivenF): every source token of the query
+    gets a normalized distribution over target words of the rules that apply."""
+    rules = list(iter_grammar(cdec_clef06 / "grammars" / "grammar.1.gz"))  # "Consumer Boycotts"
+    tokens = ["consum", "boycott"]
+    table = grammar_table(rules, tokens, "one-to-one")
+    assert set(table.table) == {"consum", "boycott"}
+    for src in tokens:
+        assert sum(table.translations(src).values()) == pytest.approx(1.0)
+        assert all(" " not in tgt and not tgt.startswith("[") for tgt in table.translations(src))
+    assert next(iter(table.translations("consum"))).startswith("consomm")
+    # brute force over the file for one pair: the likelihood mass of rules linking consum -> consomm
+    mass, total = 0.0, 0.0
+    with gzip.open(cdec_clef06 / "grammars" / "grammar.1.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            rule = parse_rule(line)
+            if not source_matches(rule.src, tokens):
+                continue
+            weight = 10 ** -float(rule.features[0][1])
+            for i, j in rule.alignment:
+                if rule.src[i] == "consum" and not rule.tgt[j].startswith("["):
+                    total += weight
+                    mass += weight * (rule.tgt[j] == "consomm")
+    assert table.translations("consum").get("consomm", 0.0) == pytest.approx(mass / total)
+
+
+def test_nbest_table_by_hand():
+    derivation = SimpleNamespace
+    nbest = [
+        derivation(words=("brand", "mark"), score=-1.0, alignment=((0, 0), (1, 1))),
+        derivation(words=("trademark",), score=-2.0, alignment=((0, 0), (1, 0))),
+        derivation(words=("fire", "brand"), score=-2.0, alignment=((1, 0), (1, 1))),
+    ]
+    weights = derivation_weights([-1.0, -2.0, -2.0])
+    assert weights == pytest.approx([10 / 12, 1 / 12, 1 / 12])
+    table = nbest_table(["nestle", "marke"], nbest, "one-to-many")
+    assert table.translations("nestle") == pytest.approx({"brand": 10 / 11, "trademark": 1 / 11})
+    assert table.translations("marke") == pytest.approx({"mark": 10 / 12, "trademark": 1 / 12, "fire brand": 1 / 12})
+    one = nbest_table(["nestle", "marke"], nbest, "one-to-one")
+    assert one.translations("marke") == pytest.approx({"mark": 10 / 13, "trademark": 1 / 13, "fire": 1 / 13,
+                                                       "brand": 1 / 13})
+
+
+# -- interpolation, thresholds, stopwords, self-translation -----------------------------------------
+def test_interpolate_and_prune():
+    mixed = interpolate([{"a": 0.6, "b": 0.4}, {"b": 1.0}, {}], [0.5, 0.25, 0.25])
+    assert mixed == pytest.approx({"a": 0.3, "b": 0.45})
+    dist = {"a": 0.5, "b": 0.3, "c": 0.15, "d": 0.05}
+    assert prune(dist, 0.0, 1.0) == pytest.approx(dist)
+    assert prune(dist, 0.1, 1.0) == pytest.approx({"a": 0.5 / 0.95, "b": 0.3 / 0.95, "c": 0.15 / 0.95})
+    # p_C: add options until the cumulative mass reaches 0.8 (b reaches it and is kept)
+    assert prune(dist, 0.0, 0.8) == pytest.approx({"a": 0.5 / 0.8, "b": 0.3 / 0.8})
+    assert prune(dist, 0.0, 0.5) == pytest.approx({"a": 1.0})
+    assert prune(dist, 0.6, 1.0) == {}
+
+
+def test_target_stopwords_keep_expressions_with_content():
+    dist = {"the": 0.5, "of the": 0.1, "file": 0.3, "file of the": 0.1}
+    assert drop_target_stopwords(dist, frozenset({"the", "of"})) == {"file": 0.3, "file of the": 0.1}
+
+
+def test_stopword_lists():
+    assert {"the", "of", "and"} <= load_stopwords("en-small") <= load_stopwords("en-large")
+    assert len(load_stopwords("en-small")) == 33 and len(load_stopwords("en-large")) == 570
+    assert {"der", "die", "und"} <= load_stopwords("de")
+    with pytest.raises(ClirplugError, match="no stopword list"):
+        load_stopwords("xx")
+
+
+def test_builder_pipeline():
+    token = PsqTable({"die": {"the": 0.9, "that": 0.1}, "datei": {"file": 0.6, "the": 0.3, "data": 0.1},
+                      "liste": {"list": 1.0}})
+    plain = PsqBuilder(PsqSettings(), token=token)
+    # punctuation is dropped, a repeated token keeps one distribution each, unknown -> itself
+    expected = [{"the": 0.9, "that": 0.1}, {"file": 0.6, "the": 0.3, "data": 0.1},
+                {"file": 0.6, "the": 0.3, "data": 0.1}, {"printf": 1.0}]
+    assert plain.sentence(["die", "datei", "(", "datei", "printf"]) == [pytest.approx(d) for d in expected]
+    large = PsqBuilder(PsqSettings.parse("stop=large,pL=0.2"), token=token)
+    # "die" is a German stopword; "the" is dropped on the target side, "data" by p_L
+    assert large.sentence(["die", "datei"]) == [{"file": 1.0}]
+    assert large.query([["datei"], ["liste"]]) == [{"file": 1.0}, {"list": 1.0}]
+
+
+def test_builder_interpolates_components():
+    token = PsqTable({"marke": {"brand": 0.5, "mark": 0.5}})
+    rules = [Rule("X", ("marke",), ("trademark",), (("EgivenF", 0.0),), ((0, 0),))]
+    nbest = [SimpleNamespace(words=("brand",), score=0.0, alignment=((0, 0),))]
+    settings = PsqSettings.parse("lambda=0.5:0.25:0.25")
+    builder = PsqBuilder(settings, token=token, grammar=rules, translate=lambda tokens, n: nbest)
+    assert builder.sentence(["marke"]) == [pytest.approx({"brand": 0.5, "mark": 0.25, "trademark": 0.25})]
+
+
+def test_settings_parse_and_errors():
+    settings = PsqSettings.parse("lambda=2:1:1, pL=0.01, pC=0.95, heuristic=one-to-one, stop=small, nbest=5")
+    assert settings.weights == {"token": 0.5, "grammar": 0.25, "nbest": 0.25}
+    assert (settings.p_lower, settings.p_cumulative, settings.heuristic, settings.stopwords, settings.nbest) == (
+        0.01, 0.95, "one-to-one", "small", 5)
+    assert PsqSettings.parse(settings.spec()) == settings
+    for spec, message in [("lambda=1:1", "cannot read"), ("pL=x", "cannot read"), ("foo=1", "unknown option"),
+                          ("pC=0", "need 0 <= pL < 1"), ("heuristic=x", "choose one of"), ("lambda=0:0:0", "sum to 0"),
+                          ("stop=huge", "choose one of"), ("nbest=0", "at least 1")]:
+        with pytest.raises(ClirplugError, match=message):
+            PsqSettings.parse(spec)
+    with pytest.raises(ClirplugError, match="gives weight to grammar, nbest"):
+        PsqBuilder(PsqSettings.parse("lambda=1:1:1"), token=PsqTable({}))
