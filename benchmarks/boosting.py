@@ -24,9 +24,10 @@ sys.path.insert(0, str(REPO))
 from clirplug.corpus import read_corpus  # noqa: E402
 from clirplug.eval.measures import evaluate  # noqa: E402
 from clirplug.io.qrels import read_qrels  # noqa: E402
+from clirplug.io.runs import write_run  # noqa: E402
 from clirplug.io.topics import read_topics  # noqa: E402
 from clirplug.rerank.boosting import Collection, train, tune_beta  # noqa: E402
-from clirplug.rerank.config import BoostConfig  # noqa: E402
+from clirplug.rerank.config import BETA_GRID, BoostConfig  # noqa: E402
 
 
 def main():
@@ -42,6 +43,7 @@ def main():
     parser.add_argument("--beta", default="tune", help="a number, or 'tune' (20%% of train topics held out)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--save", help="also write the model here")
+    parser.add_argument("--run", help="also write the dev run (whole-collection search) here")
     args = parser.parse_args()
     data = Path(args.data)
     config = BoostConfig(order=args.order, bits=args.bits, iterations=args.iterations, bags=args.bags,
@@ -60,7 +62,7 @@ def main():
     model = train(topics, qrels, collection, config, jobs=args.jobs, holdout=[t.id for t in held])
     train_seconds = time.perf_counter() - start
     if held:
-        beta_table = tune_beta(model, held, qrels, collection, [0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0])
+        beta_table = tune_beta(model, held, qrels, collection, BETA_GRID)
     else:
         model.beta, beta_table = float(args.beta), []
     if args.save:
@@ -69,6 +71,8 @@ def main():
     start = time.perf_counter()
     run = model.search(dev_topics, collection, depth=1000)
     search_seconds = time.perf_counter() - start
+    if args.run:
+        write_run(run, args.run, tag="boost")
     scores = evaluate(dev_qrels, {"boost": run}, ["MAP", "nDCG@10", "P@10", "PRES@1000"])
     stats = model.stats
 

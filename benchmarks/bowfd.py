@@ -60,8 +60,8 @@ def rerank_timed(model, topics, candidates, depth, field):
     return sort_run(pd.DataFrame(rows, columns=["qid", "docid", "score"])), seconds, skipped / max(total, 1), prepare
 
 
-def dt_nolm(translator, forests, topics, field, index):
-    """DT with the 1-best of the -LM forests (BM25 k1=0.9 b=0.4, 1000 hits, as `clirplug search --method dt`)."""
+def dt_from_forests(translator, forests, topics, field, index):
+    """DT with the 1-best of the given forests (BM25 k1=0.9 b=0.4, 1000 hits, as `clirplug search --method dt`)."""
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.kbest import kbest
 
@@ -103,7 +103,7 @@ def main():
     parser.add_argument("--index", required=True)
     parser.add_argument("--collection", default="../shared/data/manclir-de")
     parser.add_argument("--split", default="dev")
-    parser.add_argument("--dt", required=True, help="DT run pattern with {field}")
+    parser.add_argument("--dt", help="DT run pattern with {field} (default: DT from the 1-best of the same forests)")
     parser.add_argument("--psq", help="PSQ run pattern with {field}")
     parser.add_argument("--candidates", help="candidate run pattern with {field} (default: --dt)")
     parser.add_argument("--v-weights", help="weights of BOW-FD with v chosen on train (`train bowfd --no-ltr`)")
@@ -130,12 +130,16 @@ def main():
             systems[name] = weights
     stem = collection.name
     print(f"{stem} {args.split}: {len(topics)} topics; candidates: top {args.depth} of "
-          f"{Path(args.candidates or args.dt).name}; v = {base.v:g}; BM25 k1 = 1.2, b = 0.75 (rsj idf)\n")
+          f"{Path(args.candidates or args.dt or 'DT').name}; v = {base.v:g}; BM25 k1 = 1.2, b = 0.75 (rsj idf)\n")
     for field in args.fields:
-        runs = {"DT": read_run(args.dt.format(field=field))}
+        if args.dt:
+            runs = {"DT": read_run(args.dt.format(field=field))}
+        else:
+            runs = {"DT": dt_from_forests(translator, translator, topics, field, args.index)}
+            write_run(runs["DT"], Path(args.out) / f"{stem}.{args.split}.dt-forest.{field}.trec", tag="dt-forest")
         if args.psq:
             runs["PSQ"] = read_run(args.psq.format(field=field))
-        candidates = read_run((args.candidates or args.dt).format(field=field))
+        candidates = read_run(args.candidates.format(field=field)) if args.candidates else runs["DT"]
         timing = None
         for name, weights in systems.items():
             model = BowFD(translator, index, weights, BowfdConfig(field=field))
@@ -158,7 +162,7 @@ def main():
               f"Forest loading and term mapping per query: median {np.median(prepare):.3f} s.\n")
         if args.no_lm:
             forests = NoLMForests(translator)
-            ablation = {"DT -LM": dt_nolm(translator, forests, topics, field, args.index)}
+            ablation = {"DT -LM": dt_from_forests(translator, forests, topics, field, args.index)}
             model = BowFD(forests, index, base, BowfdConfig(field=field))
             ablation["BOW-FD -LM"] = rerank_timed(model, topics, candidates, args.depth, field)[0]
             write_run(ablation["BOW-FD -LM"], Path(args.out) / f"{stem}.{args.split}.bowfd-nolm.{field}.trec", tag="bowfd-nolm")

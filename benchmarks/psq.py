@@ -30,7 +30,7 @@ from clirplug.qt.psq_tables import HEURISTICS, PsqBuilder, PsqSettings
 MEASURES = ["MAP", "nDCG@10", "PRES@100", "R@100"]
 FIELDS = ("title", "desc")
 P_LOWER = (0.0, 0.01, 0.05)
-P_CUMULATIVE = (0.9, 0.95, 1.0)
+P_CUMULATIVE = (0.9, 0.95)
 STOP = ("none", "small", "large")
 INTERPOLATIONS = ((0.2, 0.4, 0.4), (1 / 3, 1 / 3, 1 / 3), (0.5, 0.25, 0.25), (0.0, 0.5, 0.5), (0.2, 0.0, 0.8),
                   (0.2, 0.8, 0.0))

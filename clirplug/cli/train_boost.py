@@ -4,7 +4,7 @@ HELP = "bagged RankBoost over hashed (German n-gram, English n-gram) pairs, from
 
 
 def add_arguments(parser):
-    from clirplug.rerank.config import BoostConfig
+    from clirplug.rerank.config import BETA_GRID, BoostConfig
 
     d = BoostConfig()
     parser.add_argument("--topics", required=True, metavar="FILE", help="training topics (the train split)")
@@ -27,8 +27,8 @@ def add_arguments(parser):
     parser.add_argument("--jobs", type=int, default=2, help="bags trained in parallel (default: 2)")
     beta = parser.add_mutually_exclusive_group()
     beta.add_argument("--beta", type=float, default=None, help="fixed identity-feature weight (no tuning, all topics train)")
-    beta.add_argument("--beta-grid", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0], metavar="B",
-                      help="beta values tried on held-out train topics (default: 0 .1 .2 .5 1 2 5)")
+    beta.add_argument("--beta-grid", type=float, nargs="+", default=list(BETA_GRID), metavar="B",
+                      help=f"beta values tried on held-out train topics (default: {' '.join(f'{b:g}' for b in BETA_GRID)})")
     parser.add_argument("--holdout", type=float, default=0.2, help="share of train topics held out to tune beta (default: 0.2)")
     parser.add_argument("--show", type=int, default=20, help="print the first N features of the table (default: 20)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -46,7 +46,13 @@ def run(args):
     from clirplug.io.topics import read_topics, topic_field
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
-    from clirplug.rerank.bowfd import DEFAULT_B, DEFAULT_K1, BowFD, BowfdConfig, BowfdWeights
+    from clirplug.rerank.bowfd import (
+        DEFAULT_B,
+        DEFAULT_K1,
+        BowFD,
+        BowfdConfig,
+        BowfdWeights,
+    )
     from clirplug.rerank.bowfd_train import (
         FeatureSpace,
         HeldOut,
@@ -80,7 +86,7 @@ def run(args):
         topics = [topics[i] for i in sorted(rng.choice(len(topics), args.max_topics, replace=False))]
     held_ids = set()
     if args.holdout > 0:
-        count = max(1, int(round(args.holdout * len(topics))))
+        count = max(1, round(args.holdout * len(topics)))
         held_ids = {topics[i].id for i in rng.permutation(len(topics))[:count]}
     space = FeatureSpace()
     train_queries, held_out = [], []

@@ -349,6 +349,18 @@ class PsqSettings:
                 f"stop={self.stopwords},nbest={self.nbest}")
 
 
+def _index_rules(rules) -> dict[str, list]:
+    """Rules by their first source terminal: a rule can only apply to a sentence holding that word."""
+    from clirplug.mt.grammar import is_nonterminal
+
+    index: dict[str, list] = {}
+    for rule in rules:
+        first = next((t for t in rule.src if not is_nonterminal(t)), None)
+        if first is not None:
+            index.setdefault(first, []).append(rule)
+    return index
+
+
 class PsqBuilder:
     """Per-token PSQ distributions of a query from the components and :class:`PsqSettings`.
 
@@ -370,6 +382,7 @@ class PsqBuilder:
         if missing:
             raise ClirplugError(f"--psq lambda gives weight to {', '.join(missing)}, which the model does not have")
         self.settings, self.token, self.grammar, self.translate = settings, token, grammar, translate
+        self._rules_by_word = _index_rules(grammar) if grammar is not None and settings.weights["grammar"] > 0 else {}
         src_list, tgt_list = STOPWORD_FILES[settings.stopwords]
         self.src_stopwords = load_stopwords(src_list) if src_list else frozenset()
         self.tgt_stopwords = load_stopwords(tgt_list) if tgt_list else frozenset()
@@ -383,7 +396,8 @@ class PsqBuilder:
         s = self.settings
         tables = []
         if s.weights["grammar"] > 0:
-            tables.append(("grammar", grammar_table(self.grammar, tokens, s.heuristic)))
+            candidates = [rule for word in dict.fromkeys(tokens) for rule in self._rules_by_word.get(word, ())]
+            tables.append(("grammar", grammar_table(candidates, tokens, s.heuristic)))
         if s.weights["nbest"] > 0:
             tables.append(("nbest", nbest_table(tokens, self.translate(tokens, s.nbest), s.heuristic)))
         if s.weights["token"] > 0:

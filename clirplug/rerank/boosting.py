@@ -583,15 +583,29 @@ class BoostModel:
         self.beta = float(beta)
         self.examples = examples or {}
         self.stats = stats or {}
+        self._bitmap = None
 
     # -------------------------------------------------------------- scoring
 
     def lookup(self, ids):
-        """The weight of each bucket id in ``ids`` (0 for buckets without one)."""
+        """The weight of each bucket id in ``ids`` (0 for buckets without one).
+
+        A bitmap over the low 24 bits of the model's buckets first rules out almost every
+        id; only the rest are looked up (binary search) among the model's buckets.
+        """
+        ids = np.asarray(ids)
+        result = np.zeros(ids.shape)
         if not len(self.features):
-            return np.zeros(np.shape(ids))
-        where = np.minimum(np.searchsorted(self.features, ids), len(self.features) - 1)
-        return np.where(self.features[where] == ids, self.weights[where], 0.0)
+            return result
+        mask = (1 << min(self.config.bits, 24)) - 1
+        if self._bitmap is None:
+            self._bitmap = np.zeros(mask + 1, dtype=bool)
+            self._bitmap[self.features & mask] = True
+        maybe = np.flatnonzero(self._bitmap[ids.ravel() & mask])
+        candidates = ids.ravel()[maybe]
+        where = np.minimum(np.searchsorted(self.features, candidates), len(self.features) - 1)
+        result.ravel()[maybe] = np.where(self.features[where] == candidates, self.weights[where], 0.0)
+        return result
 
     def term_weights(self, text, collection):
         """Per target n-gram t of ``collection``: ``v_t = sum_s w[HASH(s, t)]``, and the identity indicator.

@@ -48,7 +48,7 @@ DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
 DEFAULT_K1 = 1.2  # footnote 2
 DEFAULT_B = 0.75  # footnote 2
 DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
-MAX_CELLS = 4_000_000  # edges × documents scored per viterbi_batch call (bounds memory)
+MAX_CELLS = 1_000_000  # edges × documents per viterbi_batch call: bounds memory, stays cache friendly
 
 IR_DEFAULT = "IR_default"  # the name of v in a weights file
 IR_PREFIX = "IR:"  # per-term IR weights: "IR:<index term>"
@@ -545,7 +545,8 @@ def rerank_run(args, topics):
     forests = NoLMForests(translator) if args.no_lm else translator
     config = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
                          b=args.b if args.b is not None else DEFAULT_B,
-                         beam=args.beam, sentence_depth=args.sentence_depth or DEFAULT_SENTENCE_DEPTH,
+                         beam=args.beam,
+                         sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
                          field=args.field or "title")
     model = BowFD(forests, LuceneIndex(args.index, progress=not args.quiet), weights, config)
     candidates = read_run(args.candidates)

@@ -215,12 +215,13 @@ class HeldOut:
 
 
 def mean_average_precision(held_out: list[HeldOut], theta: np.ndarray, k: int) -> float:
-    """MAP of the held-out queries reranked by ``theta`` (ties by candidate order)."""
+    """MAP of the held-out queries reranked by ``theta`` (ties by docid descending, as trec_eval reads a run)."""
     values = []
     for item in held_out:
         docs = np.arange(len(item.query.docids))
         scores, _ = item.query.scores(theta, docs, k)
-        order = np.lexsort((docs, -scores))
+        docid_rank = np.argsort(np.argsort(np.array(item.query.docids, dtype=object)))
+        order = np.lexsort((-docid_rank, -scores))
         values.append(average_precision(item.query.relevance[order], item.num_relevant))
     return float(np.mean(values)) if values else 0.0
 

@@ -24,8 +24,10 @@ def _check_identity(scorer, searcher, text, hits):
     if not ours:
         return
     # Anserini rounds to 1e-4 and lowers ties by 1e-6 each: adjust ours alike, then compare rank by rank
+    # (a score on a rounding boundary may round the other way: one unit of 1e-4, plus float32 spacing
+    # of a few 1e-6 at scores around 20-60)
     adjusted = anserini_score_ties(np.array([s for _, s in ours], dtype=np.float32))
-    np.testing.assert_allclose(adjusted, [s for _, s in lucene], atol=1e-4, rtol=0)
+    np.testing.assert_allclose(adjusted, [s for _, s in lucene], atol=1.1e-4, rtol=0)
     raw = dict(ours)
     for (our_doc, our_score), (lucene_doc, _) in zip(ours, lucene):
         if our_doc != lucene_doc:  # only near-ties may swap (float32 in Lucene, float64 here)

@@ -199,7 +199,7 @@ def test_edge_terms_count_analyzed_target_words():
     builder.add_edge(goal, (x,), {}, (0, "copies"))
     sentence = PreparedSentence(builder.build(goal), analyze)
     table = {(int(e), str(sentence.terms[t])): c for (e, t), c in sentence.counts.todok().items()}
-    leaf = [e for e in range(2) if sentence.forest.tails[e] == ()][0]
+    leaf = next(e for e in range(2) if sentence.forest.tails[e] == ())
     assert table == {(leaf, "file"): 2.0, (leaf, "foo"): 1.0, (leaf, "bar"): 1.0, (1 - leaf, "copie"): 1.0}
 
 
@@ -291,7 +291,7 @@ def test_weights_file_round_trip_and_errors(tmp_path):
 
 # ============================================================================ learning to rank
 
-from clirplug.rerank.bowfd_train import (  # noqa: E402
+from clirplug.rerank.bowfd_train import (
     Adadelta,
     FeatureSpace,
     HeldOut,
@@ -379,7 +379,7 @@ def test_parameter_mixing_averages_the_shards_after_an_epoch():
     space = FeatureSpace()
     queries = [toy_query(space, f"q{i}", n_rel=1 + i % 2) for i in range(3)]
     start = BowfdWeights(smt={"f1": 1.0}, v=0.8)
-    weights, history = train(queries, [], space, start, TrainConfig(epochs=1, jobs=2), 1000, progress=False)
+    weights, _ = train(queries, [], space, start, TrainConfig(epochs=1, jobs=2), 1000, progress=False)
     theta = space.vector(start)
     mask = space.trainable(False)
     by_hand = [train_epoch(shard, theta, Adadelta(len(theta), 0.95, 1e-6), mask, 1000)[0]
@@ -400,3 +400,16 @@ def test_training_pairs_and_margins():
 def test_average_precision_by_hand():
     assert average_precision(np.array([0, 2, 0, 1]), 3) == pytest.approx((1 / 2 + 2 / 4) / 3)
     assert average_precision(np.array([0, 0]), 0) == 0.0
+
+
+def test_held_out_map_breaks_ties_by_docid_descending_like_trec_eval():
+    from clirplug.rerank.bowfd_train import mean_average_precision
+
+    space = FeatureSpace()
+    sentence = PreparedSentence(two_choice_forest(), lambda w: (w,))
+    # no document holds a forest term: every score is the SMT Viterbi score, a tie
+    query = TrainQuery("q", [sentence], ["a", "c", "b"], np.array([1.0, 0.0, 0.0]),
+                       [np.zeros((3, len(sentence.terms)))], space)
+    theta = space.vector(BowfdWeights(smt={"f1": 1.0}))
+    # trec_eval's order of the tie: c, b, a -> the relevant "a" at rank 3
+    assert mean_average_precision([HeldOut(query, 1)], theta, 1000) == pytest.approx(1 / 3)

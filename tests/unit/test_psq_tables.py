@@ -200,3 +200,11 @@ def test_settings_parse_and_errors():
             PsqSettings.parse(spec)
     with pytest.raises(ClirplugError, match="gives weight to grammar, nbest"):
         PsqBuilder(PsqSettings.parse("lambda=1:1:1"), token=PsqTable({}))
+
+
+def test_builder_grammar_index_keeps_every_applicable_rule(cdec_clef06):
+    rules = list(iter_grammar(cdec_clef06 / "grammars" / "grammar.1.gz"))
+    tokens = ["consum", "boycott"]
+    builder = PsqBuilder(PsqSettings.parse("lambda=0:1:0,heuristic=one-to-one"), grammar=rules)
+    table = grammar_table(rules, tokens, "one-to-one")
+    assert builder.sentence(tokens) == [pytest.approx(table.translations(t)) for t in tokens]

@@ -66,7 +66,11 @@ def lucene_bm25(index_path, index, term, docnum, k1, b):
 
 @pytest.mark.parametrize("text", QUERIES)
 def test_winning_derivations_fire_the_lucene_bm25_of_their_yields(bowfd, tiny_index, text):
-    from clirplug.rerank.bowfd import bm25_matrix, derivation_edge_counts, derivation_yield
+    from clirplug.rerank.bowfd import (
+        bm25_matrix,
+        derivation_edge_counts,
+        derivation_yield,
+    )
 
     sentences = bowfd.prepare(text)
     docs = np.arange(bowfd.index.num_docs)
@@ -130,7 +134,7 @@ def test_cli_rerank_writes_a_run_and_explanations(model_dir, tiny_index, tmp_pat
     assert (run.groupby("qid").size() == 5).all()  # the top 5 candidates, all in the index
     records = [json.loads(line) for line in explain.read_text().splitlines()]
     assert len(records) == 15
-    two = [r for r in records if r["qid"] == "q2"][0]
+    two = next(r for r in records if r["qid"] == "q2")
     assert len(two["sentences"]) == 2 and all("yield" in s and "bm25" in s for s in two["sentences"])
     bad = main(["rerank", "--method", "bowfd", "--model", str(model_dir), "--topics", str(topics),
                 "--candidates", str(candidates), "--output", str(tmp_path / "x.trec")])
