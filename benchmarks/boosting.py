@@ -14,6 +14,8 @@ features and non-zeros of the P and M incidence matrices.
 
 import argparse
 import json
+
+import pandas as pd
 import sys
 import time
 from pathlib import Path
@@ -26,7 +28,7 @@ from clirplug.eval.measures import evaluate  # noqa: E402
 from clirplug.io.qrels import read_qrels  # noqa: E402
 from clirplug.io.runs import write_run  # noqa: E402
 from clirplug.io.topics import read_topics  # noqa: E402
-from clirplug.rerank.boosting import Collection, train, tune_beta  # noqa: E402
+from clirplug.rerank.boosting import BoostModel, Collection, train, tune_beta  # noqa: E402
 from clirplug.rerank.config import BETA_GRID, BoostConfig  # noqa: E402
 
 
@@ -43,11 +45,15 @@ def main():
     parser.add_argument("--beta", default="tune", help="a number, or 'tune' (20%% of train topics held out)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--save", help="also write the model here")
+    parser.add_argument("--model", help="skip training: evaluate this saved model on dev")
     parser.add_argument("--run", help="also write the dev run (whole-collection search) here")
     args = parser.parse_args()
     data = Path(args.data)
     config = BoostConfig(order=args.order, bits=args.bits, iterations=args.iterations, bags=args.bags,
                          triples_per_query=args.triples_per_query, doc_tokens=args.doc_tokens, field=args.field).check()
+    loaded = BoostModel.load(args.model) if args.model else None
+    if loaded is not None:
+        config = loaded.config
     start = time.perf_counter()
     collection = Collection.from_corpus(read_corpus(data / "corpus.jsonl"), config.order, config.doc_tokens)
     read_seconds = time.perf_counter() - start
@@ -58,13 +64,19 @@ def main():
 
         order = np.random.default_rng([config.seed, 2]).permutation(len(topics))
         held = [topics[i] for i in sorted(order[: round(0.2 * len(topics))])]
-    start = time.perf_counter()
-    model = train(topics, qrels, collection, config, jobs=args.jobs, holdout=[t.id for t in held])
-    train_seconds = time.perf_counter() - start
-    if held:
-        beta_table = tune_beta(model, held, qrels, collection, BETA_GRID)
+    if loaded is not None:
+        model, train_seconds = loaded, None
+        beta_table = [tuple(row) for row in model.stats.get("beta_tuning", {}).get("map", [])]
+        held = [None] * model.stats.get("beta_tuning", {}).get("held_out_topics", 0)
     else:
-        model.beta, beta_table = float(args.beta), []
+        start = time.perf_counter()
+        model = train(topics, qrels, collection, config, jobs=args.jobs, holdout=[t.id for t in held])
+        train_seconds = time.perf_counter() - start
+        if held:
+            beta_table = tune_beta(model, held, qrels, collection, BETA_GRID)
+            model.stats["beta_tuning"] = {"held_out_topics": len(held), "map": beta_table}
+        else:
+            model.beta, beta_table = float(args.beta), []
     if args.save:
         model.save(args.save)
     dev_topics, dev_qrels = read_topics(data / "topics.dev.jsonl"), read_qrels(data / "qrels.dev.txt")
@@ -74,14 +86,22 @@ def main():
     if args.run:
         write_run(run, args.run, tag="boost")
     scores = evaluate(dev_qrels, {"boost": run}, ["MAP", "nDCG@10", "P@10", "PRES@1000"])
+    # the two parts of f on their own: f = learned + beta * identity
+    parts = {t.id: model.score_parts(t.title if config.field == "title" else t.desc, collection) for t in dev_topics}
+    ablation = {name: pd.concat([pd.DataFrame({"qid": qid, "docid": collection.docids, "score": pick(learned, identity)})
+                                 .nlargest(1000, "score", keep="first") for qid, (learned, identity) in parts.items()])
+                for name, pick in (("learned pairs only (beta = 0)", lambda a, b: a), ("identity features only", lambda a, b: b))}
+    ablation_scores = evaluate(dev_qrels, ablation, ["MAP", "PRES@1000"])
     stats = model.stats
 
     print(f"Config: `{json.dumps({k: v for k, v in vars(config).items()})}`, beta = {model.beta:g}"
-          f" ({'tuned on ' + str(len(held)) + ' held-out train topics' if held else 'fixed'}), jobs = {args.jobs}\n")
+          f" ({'from ' + args.model if args.model else 'tuned on ' + str(len(held)) + ' held-out train topics' if held else 'fixed'}),"
+          f" jobs = {args.jobs}\n")
     print(f"- collection: {len(collection.docids)} documents, {len(collection.strings)} target n-grams,"
           f" read in {read_seconds:.0f} s")
+    timing = f"{train_seconds:.0f} s wall-clock" if train_seconds is not None else "time: see the training run"
     print(f"- training: {stats['training_queries']} topics, {stats['triples']} triples; {len(model.features)}"
-          f" features in the averaged model; {train_seconds:.0f} s wall-clock for {config.bags} bags")
+          f" features in the averaged model; {timing} for {config.bags} bags")
     print(f"- hashing (b = {config.bits}): {stats['distinct_pairs']} distinct (source, target) n-gram pairs in the"
           f" training (q, d) pairs occupy {stats['occupied_buckets']} buckets; {stats['colliding_pairs']} pairs"
           f" ({100 * stats['colliding_pairs'] / max(stats['distinct_pairs'], 1):.2f}%) share a bucket")
@@ -96,6 +116,12 @@ def main():
     print("\n| dev measure | value |\n|---|---|")
     for measure, value in zip(scores["measure"], scores["value"]):
         print(f"| {measure} | {value:.4f} |")
+    print("\n| dev run | MAP | PRES@1000 |\n|---|---|---|")
+    values = {(r, m): v for r, m, v in zip(scores["run"], scores["measure"], scores["value"])}
+    print(f"| Boost, beta = {model.beta:g} | {values['boost', 'MAP']:.4f} | {values['boost', 'PRES@1000']:.4f} |")
+    values = {(r, m): v for r, m, v in zip(ablation_scores["run"], ablation_scores["measure"], ablation_scores["value"])}
+    for name in ablation:
+        print(f"| {name} | {values[name, 'MAP']:.4f} | {values[name, 'PRES@1000']:.4f} |")
     print("\nTop of the table (t = first iteration chosen, w = bag-averaged weight):\n\n```")
     print("\n".join(model.table(20)))
     print("```")

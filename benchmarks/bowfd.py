@@ -114,10 +114,15 @@ def main():
     parser.add_argument("--depth", type=int, default=1000)
     parser.add_argument("--no-lm", action="store_true", help="also the -LM ablation (Table 2)")
     parser.add_argument("--out", default="runs")
+    parser.add_argument("--max-topics", type=int, help="a seeded sample of this many topics (all by default)")
     args = parser.parse_args()
     collection = Path(args.collection)
     topics = read_topics(collection / f"topics.{args.split}.jsonl")
     qrels = read_qrels(collection / f"qrels.{args.split}.txt")
+    if args.max_topics and args.max_topics < len(topics):
+        keep = np.random.default_rng(0).choice(len(topics), args.max_topics, replace=False)
+        topics = [topics[i] for i in sorted(keep)]
+        qrels = qrels[qrels["qid"].isin({t.id for t in topics})]
     translator = Translator(args.model, kind=args.kind)
     index = LuceneIndex(args.index, progress=False)
     base = BowfdWeights.load(args.v_weights) if args.v_weights else BowfdWeights(smt={}, v=args.v or 1.6)

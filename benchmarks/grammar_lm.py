@@ -7,13 +7,12 @@ bitext.train.en`` (it needs ``corpus.de``, ``corpus.en``, ``align.de-en``). Each
 its own ``clirplug`` process (with ``--force``), so its wall time, CPU time and peak resident
 memory are its own:
 
-1. ``clirplug train grammar --kind flat``  (``DIR/grammar.flat.gz``, top 30 targets per source)
-2. ``clirplug train grammar --kind hiero`` (``DIR/grammar.hiero.gz``, top 30 targets per source)
-3. ``clirplug train lm --text bitext.train.en --jsonl corpus.jsonl --order 4`` (``DIR/lm.arpa``)
-
-then, through kenlm: the perplexity of ``bitext.dev.en`` (MT tokens, ``<s>``/``</s>``
+1. ``clirplug train lm --text bitext.train.en --jsonl corpus.jsonl --order 4`` (``DIR/lm.arpa``),
+   then, through kenlm: the perplexity of ``bitext.dev.en`` (MT tokens, ``<s>``/``</s>``
 included, OOVs scored as ``<unk>``), and ``Σ_w p(w | h)`` over the whole vocabulary (with
-``</s>`` and ``<unk>``) for 20 contexts ``h`` sampled from the dev text (seed 0).
+``</s>`` and ``<unk>``) for 20 contexts ``h`` sampled from the dev text (seed 0);
+2. ``clirplug train grammar --kind flat``  (``DIR/grammar.flat.gz``, top 30 targets per source);
+3. ``clirplug train grammar --kind hiero`` (``DIR/grammar.hiero.gz``, top 30 targets per source).
 """
 
 import argparse
@@ -76,8 +75,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     model, data = args.model.resolve(), args.data.resolve()
 
-    rows = [grammar_row("flat", model), grammar_row("hiero", model)]
-
     arpa = model / "lm.arpa"
     lm_figures = measured(clirplug("train", "lm", "--text", str(data / "bitext.train.en"),
                                    "--jsonl", str(data / "corpus.jsonl"), "--order", "4", "--out", str(arpa), "--force"))
@@ -112,17 +109,19 @@ def main(argv=None):
         worst = max(worst, abs(total - 1.0))
     check_seconds = time.perf_counter() - started
 
-    print("| grammar | wall s | CPU s | peak RSS GB | rules (top 30) | source sides | arity 0 / 1 / 2 | file MB (gz) |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    print()
     print("| LM | wall s | CPU s | peak RSS GB | n-grams | dev perplexity | dev OOV rate | max abs(Σ_w p(w|h) - 1), 20 contexts |")
     print("|---|---|---|---|---|---|---|---|")
     print(
         f"| order 4, modified KN | {lm_figures['wall']:.0f} | {lm_figures['cpu']:.0f} | {lm_figures['rss']:.2f} "
         f"| {', '.join(c.replace('ngram ', '') for c in counts)} | {perplexity:.1f} "
-        f"| {oov / tokens:.2%} of {tokens:,} | {worst:.1e} ({len(vocabulary):,} words, {check_seconds:.0f} s) |"
+        f"| {oov / tokens:.2%} of {tokens:,} | {worst:.1e} ({len(vocabulary):,} words, {check_seconds:.0f} s) |",
+        flush=True,
     )
+    print()
+    print("| grammar | wall s | CPU s | peak RSS GB | rules (top 30) | source sides | arity 0 / 1 / 2 | file MB (gz) |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    for kind in ("flat", "hiero"):
+        print(grammar_row(kind, model), flush=True)
 
 
 if __name__ == "__main__":

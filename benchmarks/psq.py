@@ -29,7 +29,7 @@ from clirplug.qt.psq_tables import HEURISTICS, PsqBuilder, PsqSettings
 
 MEASURES = ["MAP", "nDCG@10", "PRES@100", "R@100"]
 FIELDS = ("title", "desc")
-P_LOWER = (0.0, 0.01, 0.05)
+P_LOWER = (0.0, 0.01, 0.05, 0.1, 0.2)
 P_CUMULATIVE = (0.9, 0.95)
 STOP = ("none", "small", "large")
 INTERPOLATIONS = ((0.2, 0.4, 0.4), (1 / 3, 1 / 3, 1 / 3), (0.5, 0.25, 0.25), (0.0, 0.5, 0.5), (0.2, 0.0, 0.8),
@@ -102,6 +102,17 @@ def tune(args):
             print(f"| {variant} | {field} | {best_map:.4f} | `{best_spec}` | {len(grid)} |", flush=True)
 
 
+def p_values(per_query, name, baseline) -> str:
+    """Paired randomization p-values of run ``name`` against ``baseline``, one per measure."""
+    runs = set(per_query["run"])
+    if baseline not in runs or name in (baseline, "ceiling"):
+        return ""
+    mine = per_query[per_query["run"] == name].sort_values(["measure", "qid"])
+    base = per_query[per_query["run"] == baseline].sort_values(["measure", "qid"])
+    return " / ".join(f"{randomization_test(mine[mine['measure'] == m]['value'].to_numpy(), base[base['measure'] == m]['value'].to_numpy()):.4f}"
+                      for m in MEASURES)
+
+
 def report(args):
     collection, model = Path(args.collection), Path(args.model)
     topics = read_topics(collection / "topics.dev.jsonl")
@@ -127,21 +138,13 @@ def report(args):
         means = table[table["qid"] == "all"].pivot(index="run", columns="measure", values="value")
         ceiling_map = means.loc["ceiling", "MAP"]
         for name in runs:
-            p_dt = ""
-            if "DT" in runs and name not in ("DT", "ceiling"):
-                mine = per_query[per_query["run"] == name].sort_values(["measure", "qid"])
-                base = per_query[per_query["run"] == "DT"].sort_values(["measure", "qid"])
-                p = {}
-                for measure in MEASURES:
-                    a = mine[mine["measure"] == measure]["value"].to_numpy()
-                    b = base[base["measure"] == measure]["value"].to_numpy()
-                    p[measure] = randomization_test(a, b)
-                p_dt = " / ".join(f"{p[m]:.3f}" for m in MEASURES)
             values = " | ".join(f"{means.loc[name, m]:.4f}" for m in MEASURES)
             share = means.loc[name, "MAP"] / ceiling_map
-            rows.append(f"| {field} | {name} | {values} | {share:.0%} | {p_dt} |")
-    print("| field | run | " + " | ".join(MEASURES) + " | MAP / ceiling | p vs DT (" + " / ".join(MEASURES) + ") |")
-    print("|---|---|" + "---|" * len(MEASURES) + "---|---|")
+            p_dt, p_floor = p_values(per_query, name, "DT"), p_values(per_query, name, "floor")
+            rows.append(f"| {field} | {name} | {values} | {share:.0%} | {p_dt} | {p_floor} |")
+    names = " / ".join(MEASURES)
+    print(f"| field | run | {' | '.join(MEASURES)} | MAP / ceiling | p vs DT ({names}) | p vs floor ({names}) |")
+    print("|---|---|" + "---|" * len(MEASURES) + "---|---|---|")
     print("\n".join(rows))
 
 

@@ -39,6 +39,8 @@ def run(args):
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
     if (args.kappa is not None or args.tune_on) and len(runs) != 2:
         raise ClirplugError(f"--kappa and --tune-on need exactly two runs, got {len(runs)}; use --weights")
+    if args.tune_runs and not args.tune_on:
+        raise ClirplugError("--tune-runs needs --tune-on QRELS")
     if args.tune_on and args.kappa is not None:
         raise ClirplugError("give either --kappa or --tune-on, not both")
     weights = args.weights

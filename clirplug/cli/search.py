@@ -8,11 +8,14 @@ SEARCH_METHODS = {
     "bm25": "clirplug.cli.search:bm25_run",
     "psq": "clirplug.qt.psq:psq_run",
     "dt": "clirplug.qt.dt:dt_run",
+    "boost": "clirplug.rerank.boosting:search_run",
 }
+# Methods that score the documents of a Lucene index (boost reads the corpus itself).
+NEEDS_INDEX = {"bm25", "psq", "dt"}
 
 
 def add_arguments(parser):
-    parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index built by `clirplug index`")
+    parser.add_argument("--index", metavar="DIR", help="Lucene index built by `clirplug index` (all methods but boost)")
     parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
     parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="topic field used as the query")
     parser.add_argument("--output", required=True, metavar="FILE", help="TREC run file to write")
@@ -28,12 +31,16 @@ def add_arguments(parser):
                      help="e.g. 'lambda=0.4:0.3:0.3,pL=0.01,pC=0.95,heuristic=one-to-many,stop=large,nbest=10' "
                           "(lambda = token:grammar:nbest weights; default: Pr_token only, no thresholds)")
     psq.add_argument("--src-lang", default="de", help="query language, for tokenization (default: de)")
-    model = parser.add_argument_group("translation model (dt, psq)")
-    model.add_argument("--model", metavar="DIR", help="model folder trained by `clirplug train` (see docs/models.md)")
+    model = parser.add_argument_group("translation model (dt, psq, boost)")
+    model.add_argument("--model", metavar="PATH",
+                       help="model folder trained by `clirplug train` (dt, psq; see docs/models.md), "
+                            "or a boosting model file from `clirplug train boost` (boost)")
     model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
     dt = parser.add_argument_group("direct translation (dt)")
     dt.add_argument("--stopwords", metavar="FILE",
                     help="target-language stopword list (one word a line) removed from the 1-best before search")
+    boost = parser.add_argument_group("boosting (boost)")
+    boost.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents, scored through n-gram postings")
 
 
 def bm25_run(args, topics):
@@ -56,7 +63,10 @@ def run(args):
 
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
-    check_index(args.index)
+    if args.method in NEEDS_INDEX:
+        if not args.index:
+            raise ClirplugError(f"--method {args.method} needs --index")
+        check_index(args.index)
     topics = read_topics(args.topics)
     module_name, function_name = SEARCH_METHODS[args.method].split(":")
     frame = getattr(importlib.import_module(module_name), function_name)(args, topics)

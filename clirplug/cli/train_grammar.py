@@ -35,6 +35,8 @@ def add_arguments(parser):
                         help="hiero: longest initial phrase, both sides (default: 10, Chiang 2007)")
     limits.add_argument("--max-terminals", type=_positive_int, default=5,
                         help="hiero: most source terminals per rule (default: 5)")
+    limits.add_argument("--max-symbols", type=_positive_int, default=5,
+                        help="hiero: most source terminals plus nonterminals per rule (default: 5, Chiang 2007)")
     limits.add_argument("--max-nonterminals", type=int, choices=[0, 1, 2], default=2,
                         help="hiero: most nonterminals per rule (default: 2)")
     pruning = parser.add_argument_group("pruning")
@@ -59,7 +61,7 @@ def run(args):
         settings = {"max_phrase": args.max_phrase}
     else:
         settings = {"max_initial": args.max_initial, "max_terminals": args.max_terminals,
-                    "max_nonterminals": args.max_nonterminals}
+                    "max_nonterminals": args.max_nonterminals, "max_symbols": args.max_symbols}
     settings.update(kind=args.kind, top_n=args.top_n)
 
     def extract():
@@ -73,7 +75,7 @@ def run(args):
         if args.kind == "flat":
             rules = extract_flat(text, args.max_phrase)
         else:
-            rules = extract_hiero(text, args.max_initial, args.max_terminals, args.max_nonterminals)
+            rules = extract_hiero(text, args.max_initial, args.max_terminals, args.max_nonterminals, args.max_symbols)
         extracted = len(rules)
         rules = rules.top_n(args.top_n)
         if args.filter is not None:

@@ -23,6 +23,9 @@ from clirplug.experiment.stages import Stage, stage_kind
 #                 methods of which one must be present for the table to be shown)
 TABLES = {
     "Table 1: query translation (Hieber & Riezler 2015)": (("dt", "psq", "bowfd"), ("dt", "psq", "bowfd")),
+    # bowfd runs with ``lm: false`` carry the method name bowfd-nolm
+    "Table 2: without the language model (Hieber & Riezler 2015)": (("dt", "psq", "bowfd", "bowfd-nolm"),
+                                                                     ("bowfd-nolm",)),
     "Table 2: boosting (Sokolov et al. 2013)": (("dt", "psq", "boost"), ("boost",)),
     "Table 3: fusion (Sokolov et al. 2013)": (("dt", "psq", "boost", "fusion"), ("fusion",)),
 }
@@ -147,12 +150,12 @@ def report_stage(stage: Stage, ctx) -> dict:
                    for name, r in records.items() if r]
 
     md = [f"# Experiment {config.name}", "",
-          f"Collection `{c.name}` ({c.path}): {c.lang} queries, {c.doc_lang} documents. "
-          f"Config `{config.source}`; parameters tuned on the `{config.tune_split}` split. "
-          f"Runs in this folder; `report.json` lists every file behind the numbers.", "",
-          f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
-          f"(two-sided paired randomization test, {PERMUTATIONS} permutations). The share of the ceiling divides "
-          f"by the monolingual ceiling (BM25 with the English mate's title) of the same split.", ""]
+          (f"Collection `{c.name}` ({c.path}): {c.lang} queries, {c.doc_lang} documents. "
+           f"Config `{config.source}`; parameters tuned on the `{config.tune_split}` split. "
+           f"Runs in this folder; `report.json` lists every file behind the numbers."), "",
+          (f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
+           f"(two-sided paired randomization test, {PERMUTATIONS} permutations). The share of the ceiling divides "
+           f"by the monolingual ceiling (BM25 with the English mate's title) of the same split."), ""]
     for split in config.splits:
         if not c.qrels(split).is_file():
             md += [f"## Split `{split}`", "", f"No qrels ({c.qrels(split)} absent): runs written, not scored.", ""]

@@ -125,7 +125,7 @@ def _reset_peak_rss() -> None:
 
 def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     """Run one stage, then write its record; return its wall seconds."""
-    from clirplug.experiment.stages import _peak_rss_mb
+    from clirplug.experiment.stages import peak_rss_mb
 
     config = ctx.config
     path = record_path(config, stage)
@@ -137,7 +137,7 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     start = time.perf_counter()
     metrics = function(stage, ctx) or {}
     seconds = time.perf_counter() - start
-    peak = max(_peak_rss_mb(), metrics.get("worker_peak_rss_mb") or 0.0)
+    peak = max(peak_rss_mb(), metrics.get("worker_peak_rss_mb") or 0.0)
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],
               "wall_seconds": round(seconds, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,

@@ -28,7 +28,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
@@ -200,10 +200,9 @@ def _check_passthrough(module_name: str, fixed: tuple, settings: dict, where: st
             raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
     placeholders = []
     for action in parser._actions:
-        if action.required and action.option_strings:
-            placeholders += [action.option_strings[0], "x"]
-        elif action.required:
-            placeholders.append("x")
+        if action.required:
+            value = str(next(iter(action.choices))) if action.choices else "x"
+            placeholders += [action.option_strings[0], value] if action.option_strings else [value]
     try:
         parser.parse_args(placeholders + cli_argv(parser, settings, where))
     except _ParserError as error:
@@ -259,6 +258,7 @@ class Context:
 
     def __init__(self, config, jobs: int = 1, progress: bool = True):
         self.config, self.jobs, self.progress = config, jobs, progress
+        self.plan_stages: dict[str, Stage] = {}  # every stage of the plan, by name (the report reads them)
         self._objects: dict = {}
 
     def get(self, key, make):
@@ -415,10 +415,10 @@ def _translate_chunk(task):
         start = time.perf_counter()
         text = translate_query(translator, topic_field(topic, field_name), field_name != "title")
         results.append((topic.id, text, time.perf_counter() - start))
-    return results, _peak_rss_mb()
+    return results, peak_rss_mb()
 
 
-def _peak_rss_mb() -> float:
+def peak_rss_mb() -> float:
     """This process's peak resident memory (VmHWM) in MB."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
@@ -498,7 +498,8 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
 def boost_train_stage(stage: Stage, ctx: Context) -> dict:
     """Bagged RankBoost on the tune split (``clirplug train boost``; beta tuned on held-out train topics)."""
     s = stage.settings
-    args = parse_cli("clirplug.cli.train_boost", s["argv"], s["options"], f"runs.{s['run']}")
+    args = parse_cli("clirplug.cli.train_boost", s["argv"] + ["--jobs", str(ctx.jobs)], s["options"],
+                     f"runs.{s['run']}")
     with _stdout_to_stderr():
         importlib.import_module("clirplug.cli.train_boost").run(args)
     ctx.forget(str(stage.outputs[0]))
@@ -941,7 +942,8 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
                                inputs=(c.collection.topics(c.tune_split), tune_qrels),
                                deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,)))
         for split in splits:
-            plan.run_stage({"name": spec.name, "method": "bowfd", "split": split, "field": fld}, "bowfd",
+            method = "bowfd" if s["lm"] else "bowfd-nolm"  # the report's Table 2 ablation
+            plan.run_stage({"name": spec.name, "method": method, "split": split, "field": fld}, "bowfd",
                            {"model": str(c.model_dir), "kind": s["kind"], "lang": c.collection.lang, "lm": s["lm"],
                             "index": str(c.index_dir), "depth": s["depth"], "options": s["options"]},
                            inputs=(c.collection.topics(split),),

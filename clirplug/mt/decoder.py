@@ -70,7 +70,7 @@ class Translation(NamedTuple):
 class _Compiled:
     """A rule prepared for decoding under fixed weights."""
 
-    __slots__ = ("rule", "template", "features", "static", "priority", "links", "alone")
+    __slots__ = ("alone", "features", "links", "priority", "rule", "static", "template")
 
     def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _LanguageModel):
         self.rule = rule
@@ -93,7 +93,7 @@ class _Compiled:
 class _Hypothesis:
     """A +LM chart item: its forest node, Viterbi inside score and LM state."""
 
-    __slots__ = ("node", "score", "pending", "state", "full")
+    __slots__ = ("full", "node", "pending", "score", "state")
 
     def __init__(self, node, score, pending, state, full):
         self.node, self.score, self.pending, self.state, self.full = node, score, pending, state, full

@@ -190,7 +190,7 @@ def _lexical_prefixes(src: np.ndarray, tgt: np.ndarray, link_src: np.ndarray, li
     factor_e += np.bincount(link_tgt, weights=e_given_f[:n_links], minlength=len(tgt))
     factor_e /= np.maximum(np.bincount(link_tgt, minlength=len(tgt)), 1)
     factor_e[tgt_unaligned] = e_given_f[n_links : n_links + n_tu]
-    factor_f = np.bincount(link_src, weights=f_given_e[:n_links], minlength=len(src))
+    factor_f = np.bincount(link_src, weights=f_given_e[:n_links], minlength=len(src)).astype(float)
     factor_f /= np.maximum(np.bincount(link_src, minlength=len(src)), 1)
     factor_f[src_unaligned] = f_given_e[n_links + n_tu :]
     return (np.concatenate([[0.0], np.cumsum(np.log10(factor_e))]), np.concatenate([[0.0], np.cumsum(np.log10(factor_f))]))
@@ -268,13 +268,15 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, lo[rows] + offsets
 
 
-def _hiero_instances(corpus: _Corpus, initial: np.ndarray, max_terminals: int, max_nonterminals: int) -> np.ndarray:
+def _hiero_instances(
+    corpus: _Corpus, initial: np.ndarray, max_terminals: int, max_nonterminals: int, max_symbols: int
+) -> np.ndarray:
     """Rule instances ``(initial phrase, hole 1, hole 2)`` (indices into ``initial``, -1 for none).
 
     Chiang's (2007, §3.2) limits: holes are sub-phrase pairs of the initial phrase (strictly
     smaller), at most ``max_nonterminals``, not adjacent on the source side; at most
-    ``max_terminals`` source terminals remain, at least one of them aligned. ``initial``
-    must be sorted by ``(i, k)``.
+    ``max_terminals`` source terminals and ``max_symbols`` source terminals plus nonterminals
+    remain, at least one terminal aligned. ``initial`` must be sorted by ``(i, k)``.
     """
     i, k = initial[:, 0], initial[:, 1]
     prefix = corpus.aligned_prefix
@@ -285,10 +287,11 @@ def _hiero_instances(corpus: _Corpus, initial: np.ndarray, max_terminals: int, m
     keep = (k[inner] <= k[outer]) & (inner != outer)
     outer, inner = outer[keep], inner[keep]
     instances = []
-    zero = np.flatnonzero((size <= max_terminals) & (aligned > 0))
+    max_terminals = [min(max_terminals, max_symbols - holes) for holes in range(3)]
+    zero = np.flatnonzero((size <= max_terminals[0]) & (aligned > 0))
     instances.append(np.stack([zero, np.full(len(zero), -1), np.full(len(zero), -1)], axis=1))
     if max_nonterminals >= 1:
-        ok = (size[outer] - size[inner] <= max_terminals) & (aligned[outer] > aligned[inner])
+        ok = (size[outer] - size[inner] <= max_terminals[1]) & (aligned[outer] > aligned[inner])
         instances.append(np.stack([outer[ok], inner[ok], np.full(int(ok.sum()), -1)], axis=1))
     if max_nonterminals >= 2:
         # a second hole starts at least one word after the first ends, in the same initial phrase
@@ -297,7 +300,7 @@ def _hiero_instances(corpus: _Corpus, initial: np.ndarray, max_terminals: int, m
         block_end = np.searchsorted(outer, outer, "right")
         first, second = _expand(np.searchsorted(key, outer * stride + k[inner] + 1, "left"), block_end)
         p, h1, h2 = outer[first], inner[first], inner[second]
-        ok = (size[p] - size[h1] - size[h2] <= max_terminals) & (aligned[p] > aligned[h1] + aligned[h2])
+        ok = (size[p] - size[h1] - size[h2] <= max_terminals[2]) & (aligned[p] > aligned[h1] + aligned[h2])
         instances.append(np.stack([p[ok], h1[ok], h2[ok]], axis=1))
     return np.concatenate(instances)
 
@@ -528,6 +531,11 @@ def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_
     rows of ``phrases``, -1 for no hole; ``weight`` is each instance's count.
     """
     n_nt = int((instances[:, 1] >= 0).any()) + int((instances[:, 2] >= 0).any())
+    if len(instances) == 0:
+        return ScoredRules(
+            corpus.src_words, corpus.tgt_words, np.zeros((0, n_src_terms), dtype=np.int32),
+            np.zeros((0, n_tgt_terms), dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros((0, len(FEATURES))), n_tgt_terms,
+        )  # fmt: skip
     padded = np.concatenate([phrases, np.zeros((1, 4), dtype=phrases.dtype)])  # row -1: a zero-length hole
     links = _links_by_source(corpus)
     parts = []
@@ -597,14 +605,16 @@ def extract_hiero(
     max_initial: int = 10,
     max_terminals: int = 5,
     max_nonterminals: int = 2,
+    max_symbols: int = 5,
 ) -> ScoredRules:
     """Extract and score hierarchical rules (Chiang 2007, §3.2).
 
     Initial phrases are the tight consistent phrase pairs (no unaligned boundary word: of the
     pairs with the same links Chiang keeps the smallest) of at most ``max_initial`` words on
     either side. Each yields itself and the rules made by replacing one or two of its
-    sub-phrase pairs by linked nonterminals, under the limits of :func:`_hiero_instances`,
-    and shares a count of 1 equally among them.
+    sub-phrase pairs by linked nonterminals, under the limits of :func:`_hiero_instances`
+    (Chiang's: 5 source symbols, terminals and nonterminals together; ``max_symbols=7``
+    leaves only the limit of 5 terminals), and shares a count of 1 equally among them.
     """
     if not 0 <= max_nonterminals <= 2:
         raise ClirplugError(f"max_nonterminals must be 0, 1 or 2, got {max_nonterminals}")
@@ -612,6 +622,6 @@ def extract_hiero(
         raise ClirplugError(f"max_terminals x max_initial must be at most 62, got {max_terminals} x {max_initial}")
     corpus = _Corpus.build(text)
     initial = _phrase_cores(corpus, max_initial, max_initial, tight=True)
-    instances = _hiero_instances(corpus, initial, max_terminals, max_nonterminals)
+    instances = _hiero_instances(corpus, initial, max_terminals, max_nonterminals, max_symbols)
     share = 1.0 / np.maximum(np.bincount(instances[:, 0], minlength=len(initial)), 1)
     return _score(corpus, initial, instances, share[instances[:, 0]], max_terminals, max_initial)

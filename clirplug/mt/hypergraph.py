@@ -94,8 +94,7 @@ class HypergraphBuilder:
             for e in incoming[v]:
                 if usable[e]:
                     for t in edges[e][1]:
-                        if level[t] > top:
-                            top = level[t]
+                        top = max(top, level[t])
             level[v] = top + 1
         order.sort(key=level.__getitem__)  # stable: keeps the order within a level; goal stays last
         position = [0] * n

@@ -19,8 +19,8 @@ unnormalised probability is ``exp(w·f)``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.special import logsumexp

@@ -18,9 +18,15 @@ from pathlib import Path
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
-from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, load_lm, translations
+from clirplug.mt.decoder import (
+    DEFAULT_MAX_SPAN,
+    DEFAULT_POP_LIMIT,
+    Decoder,
+    Translation,
+    translations,
+)
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
-from clirplug.mt.grammar import format_rule, parse_rule, read_grammar
+from clirplug.mt.grammar import format_rule, parse_rule
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences
@@ -74,8 +80,8 @@ class Translator:
     def decoder(self) -> Decoder:
         """The decoder, loaded on first use."""
         if self._decoder is None:
-            self._decoder = Decoder(read_grammar(self.grammar_path), load_lm(self.lm_path), self.weights,
-                                    self.pop_limit, self.max_span)
+            self._decoder = Decoder.from_model(self.model_dir, self.kind, self.weights, pop_limit=self.pop_limit,
+                                               max_span=self.max_span)
         return self._decoder
 
     def _key(self, tokens: Sequence[str], what: str) -> Path:

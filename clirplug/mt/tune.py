@@ -65,7 +65,7 @@ def corpus_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequen
     """sacrebleu's corpus BLEU (0-100) of tokenized hypotheses against one reference each."""
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU(tokenize="none")
+    bleu = BLEU(tokenize="none", force=True)  # the input is tokenized on purpose
     return bleu.corpus_score([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]]).score
 
 

@@ -50,4 +50,4 @@ class BoostConfig:
 
 # beta values tried on held-out train topics: learned weights reach several units (the
 # epsilon of 1e-5 allows ln(W+/eps Z)/2 ~ 5), so the grid reaches beyond the paper's 0.2-0.3.
-BETA_GRID = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+BETA_GRID = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)

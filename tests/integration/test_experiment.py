@@ -107,10 +107,15 @@ def test_demo_writes_runs_report_and_records(demo):
         assert 0 <= record["latency_median_seconds"] <= record["latency_p90_seconds"]
     assert {s["stage"] for s in report["stages"]} == {o.stage.name for o in outcomes} - {"report"}
     assert all(s["wall_seconds"] >= 0 and s["peak_rss_mb"] > 0 for s in report["stages"])
-    (translation,) = report["translations"]
-    assert translation["output"] == "word-by-word" and 0 < translation["bleu"] <= 100
-    hypotheses = (run_dir / translation["file"]).read_text().splitlines()
-    assert len(hypotheses) == translation["sentences"]
+    assert [t["output"] for t in report["translations"]] == config.translations["outputs"]
+    for translation in report["translations"]:
+        assert 0 < translation["bleu"] <= 100 and translation["seconds_per_sentence_p90"] >= 0
+        hypotheses = (run_dir / translation["file"]).read_text().splitlines()
+        assert len(hypotheses) == translation["sentences"] == config.translations["lines"]
+    # DT's latency includes the translation of the query, recorded beside the 1-best
+    dt = json.loads((run_dir / "dev.title.dt.json").read_text())
+    translated = [json.loads(line) for line in (run_dir / "translations" / "dev.title.flat.jsonl").read_text().splitlines()]
+    assert all(dt["latency_seconds"][t["id"]] >= t["seconds"] for t in translated)
     # every tuned fusion weight is written next to the runs, with its curve
     fusions = [r for r in report["runs"] if r["method"] == "fusion"]
     assert fusions and all(0 <= r["tuned"]["kappa"] <= 1 for r in fusions)
@@ -152,8 +157,22 @@ def test_dry_run_lists_without_writing(tmp_path, capsys):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "indexes").exists()
 
 
-def test_interrupted_run_resumes_to_the_same_files(minifr, tmp_path, monkeypatch):
-    config, _ = minifr
+SMALL = f"""
+collection: {{path: {MINIFR}, lang: fr, name: minifr}}
+splits: [dev, test]
+baseline: psq
+models: {{align: {{iterations: 3, model1_iterations: 3}}}}
+runs:
+  psq: {{psq: "lambda=1:0:0,pL=0.01"}}
+  psq+floor: {{method: fusion, runs: [psq, floor]}}
+  boost-1g: {{method: boost, order: 1, bags: 2, iterations: 50}}
+"""
+
+
+def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
+    small = _write(tmp_path, SMALL)
+    config = load_config(small, [f"root={tmp_path / 'reference'}"])
+    run_experiment(config, progress=False)
     function, version = stage_module.STAGE_KINDS["psq"]
     calls = []
 
@@ -164,7 +183,7 @@ def test_interrupted_run_resumes_to_the_same_files(minifr, tmp_path, monkeypatch
         return function(stage, ctx)
 
     monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (interrupted, version))
-    fresh = load_config(DEMO, MINIFR_SETTINGS + [f"root={tmp_path}"])
+    fresh = load_config(small, [f"root={tmp_path / 'resumed'}"])
     with pytest.raises(KeyboardInterrupt):
         run_experiment(fresh, progress=False)
     monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (function, version))
@@ -172,9 +191,13 @@ def test_interrupted_run_resumes_to_the_same_files(minifr, tmp_path, monkeypatch
     ran = {o.stage.name for o in outcomes if o.status == "ran"}
     assert calls[1] in ran and calls[0] not in ran and "index" not in ran
     assert _digests(fresh.run_dir) == _digests(config.run_dir)
+    report = json.loads((fresh.run_dir / "report.json").read_text())
+    boost = [r for r in report["runs"] if r["method"] == "boost"]
+    assert boost and all(r["tuned"]["beta"] >= 0 for r in boost)
+    assert "Table 2: boosting" in (fresh.run_dir / "report.md").read_text()
 
     # a changed setting reruns only the stages that depend on it
-    changed = load_config(DEMO, MINIFR_SETTINGS + [f"root={tmp_path}", "runs.psq.psq=lambda=1:0:0,pL=0.05"])
+    changed = load_config(small, [f"root={tmp_path / 'resumed'}", "runs.psq.psq=lambda=1:0:0,pL=0.05"])
     outcomes = run_experiment(changed, progress=False)
     ran = {o.stage.name for o in outcomes if o.status == "ran"}
     assert ran and all(name.startswith(("run.psq.", "tune.psq", "run.psq+", "report")) for name in ran)

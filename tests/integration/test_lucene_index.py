@@ -102,3 +102,22 @@ def test_existing_target_and_missing_corpus_are_errors(tmp_path, tiny_index):
         build_index(tmp_path, tiny_index, progress=False)
     with pytest.raises(ClirplugError, match="no such corpus"):
         build_index(tmp_path / "absent.jsonl", tmp_path / "index", progress=False)
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("de", "Die Verzeichnisse werden angezeigt", ("verzeichnis", "angezeigt")),
+    ("fr", "Les répertoires sont affichés", ("repertoir", "afich")),
+    ("es", "Los directorios se muestran", ("directori", "muestr")),
+])
+def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, expected):
+    from clirplug.lucene.search import Bm25Searcher
+
+    corpus = write_jsonl(tmp_path / "docs.jsonl", [{"id": "d.1", "contents": text}, {"id": "d.2", "contents": "x"}])
+    stats = build_index(corpus, tmp_path / "index", language=language, progress=False)
+    assert stats["language"] == language
+    index = LuceneIndex(tmp_path / "index", progress=False)
+    terms = index.doc_vector("d.1")
+    assert all(any(t.startswith(e[:5]) for t in terms) for e in expected), terms  # stemmed, stopwords gone
+    assert len(terms) == len(expected)
+    assert index.analyze(text) == tuple(t for t in index.analyze(text) if t in terms)
+    assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]

@@ -91,7 +91,8 @@ def tight_phrase_pairs(n_src: int, n_tgt: int, links: Links, max_src: int = 10, 
 
 
 def hiero_choices(
-    initial: Span, subphrases: Sequence[Span], aligned_prefix: Sequence[int], max_terminals: int = 5, max_nonterminals: int = 2
+    initial: Span, subphrases: Sequence[Span], aligned_prefix: Sequence[int], max_terminals: int = 5, max_nonterminals: int = 2,
+    max_symbols: int = 5,
 ) -> list[tuple[Span, ...]]:
     """The sub-phrase sets that turn ``initial`` into a rule under Chiang's (2007, §3.2) limits.
 
@@ -105,11 +106,11 @@ def hiero_choices(
     inner.sort()
     aligned = aligned_prefix[k] - aligned_prefix[i]
     choices: list[tuple[Span, ...]] = []
-    if k - i <= max_terminals:
+    if k - i <= min(max_terminals, max_symbols):
         choices.append(())
     if max_nonterminals >= 1:
         for s in inner:
-            if k - i - (s[1] - s[0]) <= max_terminals and aligned > aligned_prefix[s[1]] - aligned_prefix[s[0]]:
+            if k - i - (s[1] - s[0]) <= min(max_terminals, max_symbols - 1) and aligned > aligned_prefix[s[1]] - aligned_prefix[s[0]]:
                 choices.append((s,))
     if max_nonterminals >= 2:
         for x, s in enumerate(inner):
@@ -118,7 +119,7 @@ def hiero_choices(
             for t in inner[x + 1 :]:
                 if t[0] <= s[1]:
                     continue  # overlapping or adjacent on the source side
-                if k - i - covered_s - (t[1] - t[0]) > max_terminals:
+                if k - i - covered_s - (t[1] - t[0]) > min(max_terminals, max_symbols - 2):
                     continue
                 if aligned - aligned_s - (aligned_prefix[t[1]] - aligned_prefix[t[0]]) > 0:
                     choices.append((s, t))
@@ -322,6 +323,7 @@ def extract_hiero(
     max_initial: int = 10,
     max_terminals: int = 5,
     max_nonterminals: int = 2,
+    max_symbols: int = 5,
 ) -> list[Rule]:
     """Extract and score hierarchical rules (Chiang 2007, §3.2).
 
@@ -341,7 +343,7 @@ def extract_hiero(
         for targets in by_src:
             aligned_prefix.append(aligned_prefix[-1] + (1 if targets else 0))
         for initial in initials:
-            choices = hiero_choices(initial, initials, aligned_prefix, max_terminals, max_nonterminals)
+            choices = hiero_choices(initial, initials, aligned_prefix, max_terminals, max_nonterminals, max_symbols)
             share = 1.0 / len(choices) if choices else 0.0
             for holes in choices:
                 key = _rule_key(initial, holes, src, tgt, by_src)

@@ -226,6 +226,8 @@ def test_hiero_limits_in_extraction(toy):
     assert rules == {(src, tgt) for src, tgt in sentence_1 if terminals(src) <= 2}
     rules = {(" ".join(r.src), " ".join(r.tgt)) for r in extract_hiero(one, max_nonterminals=1)}
     assert rules == {(src, tgt) for src, tgt in sentence_1 if "[X,2]" not in src}
+    rules = {(" ".join(r.src), " ".join(r.tgt)) for r in extract_hiero(one, max_symbols=3)}
+    assert rules == {(src, tgt) for src, tgt in sentence_1 if len(src.split()) <= 3}
 
 
 def _random_text(seed, n_sentences=12):
@@ -252,6 +254,7 @@ def test_vectorized_extraction_equals_reference(seed):
         (extract_flat(text, max_phrase=3), reference.extract_flat(text, max_phrase=3)),
         (extract_hiero(text), reference.extract_hiero(text)),
         (extract_hiero(text, max_initial=6, max_terminals=3), reference.extract_hiero(text, max_initial=6, max_terminals=3)),
+        (extract_hiero(text, max_symbols=7), reference.extract_hiero(text, max_symbols=7)),  # 5 terminals only
     ):
         fast_table, slow_table = _as_table(fast), _as_table(slow)
         assert fast_table.keys() == slow_table.keys()
@@ -319,3 +322,9 @@ def test_cli_train_grammar(toy, tmp_path, capsys):
     assert main(["train", "grammar", "--kind", "flat", "--model", str(model), "--filter", str(model / "queries.txt")]) == 0
     assert {" ".join(r.src) for r in read_grammar(model / "grammar.flat.gz")} == {"er", "hat", "er hat"}
     assert main(["train", "grammar", "--kind", "flat", "--model", str(tmp_path / "nowhere")]) == 2
+
+
+def test_no_links_no_rules():
+    text = ParallelText([["a"], []], [["b"], []], [[], []])
+    assert len(extract_flat(text)) == len(extract_hiero(text)) == 0
+    assert list(extract_hiero(text).top_n(3).lines()) == []

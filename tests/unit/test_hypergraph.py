@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.hypergraph import HypergraphBuilder, Hypergraph
+from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
 from clirplug.mt.kbest import kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
 
@@ -76,7 +76,7 @@ def test_viterbi_inside_kbest_against_brute_force(seed):
     assert len(found) == k
     got = [d.score for d in found]
     np.testing.assert_allclose(got, [-s for s, _ in brute[:k]], atol=1e-9)
-    assert all(x >= y - 1e-12 for x, y in zip(got, got[1:]))
+    assert all(x >= y - 1e-12 for x, y in itertools.pairwise(got))
     assert len({tree_key(d) for d in found}) == k
     all_trees = {t: s for s, _e, t in every}
     for d in found:
