@@ -112,6 +112,7 @@ def main():
     parser.add_argument("--lex-weights")
     parser.add_argument("--fields", nargs="+", default=["title", "desc"])
     parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
     parser.add_argument("--no-lm", action="store_true", help="also the -LM ablation (Table 2)")
     parser.add_argument("--out", default="runs")
     parser.add_argument("--max-topics", type=int, help="a seeded sample of this many topics (all by default)")
@@ -135,7 +136,8 @@ def main():
             systems[name] = weights
     stem = collection.name
     print(f"{stem} {args.split}: {len(topics)} topics; candidates: top {args.depth} of "
-          f"{Path(args.candidates or args.dt or 'DT').name}; v = {base.v:g}; BM25 k1 = 1.2, b = 0.75 (rsj idf)\n")
+          f"{Path(args.candidates or args.dt or 'DT').name}; v = {base.v:g}; BM25 k1 = 1.2, b = 0.75 (rsj idf); "
+          f"beam {args.beam or 'none'}\n")
     for field in args.fields:
         if args.dt:
             runs = {"DT": read_run(args.dt.format(field=field))}
@@ -147,7 +149,7 @@ def main():
         candidates = read_run(args.candidates.format(field=field)) if args.candidates else runs["DT"]
         timing = None
         for name, weights in systems.items():
-            model = BowFD(translator, index, weights, BowfdConfig(field=field))
+            model = BowFD(translator, index, weights, BowfdConfig(field=field, beam=args.beam))
             frame, seconds, skipped, prepare = rerank_timed(model, topics, candidates, args.depth, field)
             runs[name] = frame
             write_run(frame, Path(args.out) / f"{stem}.{args.split}.{name.lower().replace('+', '-')}.{field}.trec",

@@ -104,11 +104,13 @@ def main():
     parser.add_argument("--pop-limit", type=int, default=200)
     parser.add_argument("--systems", default="wbw,flat,hiero", help="BLEU rows to run (default: wbw,flat,hiero)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing table")
+    parser.add_argument("--untuned", action="store_true", help="never tune: use weights.KIND if present, else defaults")
     args = parser.parse_args()
     systems = args.systems.split(",")
     kinds = [kind for kind in ("flat", "hiero") if kind in systems or (kind == "hiero" and not args.no_timing)]
 
-    tuning = {kind: ensure_weights(args.model, kind, args.data, args.tune_lines, args.tune_iterations)
+    tuning = {kind: "untuned" if args.untuned else ensure_weights(args.model, kind, args.data, args.tune_lines,
+                                                                  args.tune_iterations)
               for kind in kinds}
     topics = read_topics(args.data / "topics.dev.jsonl")
     translators, load_seconds, sources = {}, {}, {}
@@ -162,7 +164,8 @@ def main():
         label = "(b) flat grammar" if kind == "flat" else "(c) hiero grammar"
         bleu_rows.append(f"| {label}, tuned ({tuning[kind]}) | {corpus_bleu(hypotheses, references):.2f} | {seconds:.0f} s |")
 
-    weights = {kind: read_weights(args.model / f"weights.{kind}") for kind in kinds}
+    weights = {kind: read_weights(args.model / f"weights.{kind}") for kind in kinds
+               if (args.model / f"weights.{kind}").is_file()}
     for kind, translator in translators.items():
         print(f"- {kind}: {sources[kind]} source sides, loaded (with the LM of order "
               f"{translator.decoder.lm.context + 1}) in {load_seconds[kind]:.0f} s")

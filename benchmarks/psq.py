@@ -59,11 +59,11 @@ def variants(model: Path) -> dict[str, list[dict]]:
 
 def builder_for(model: Path, settings: PsqSettings, cache: dict):
     """A PsqBuilder sharing the loaded model parts across settings."""
-    from clirplug.qt.psq import _model_builder
+    from clirplug.qt.psq import builder_from_args
 
     key = tuple(sorted(k for k, w in settings.weights.items() if w > 0))
     if key not in cache:
-        cache[key] = _model_builder(Args(model, "title"), settings)
+        cache[key] = builder_from_args(Args(model, "title"), settings)
     builder, tokenize = cache[key]
     return PsqBuilder(settings, builder.token, builder.grammar, builder.translate), tokenize
 

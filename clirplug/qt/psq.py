@@ -136,8 +136,8 @@ class PsqScorer:
         return self.top(*self.score(self.expressions(distributions)), hits)
 
 
-def _model_builder(args, settings):
-    """A :class:`PsqBuilder` and a tokenizer from ``--table`` or ``--model``."""
+def builder_from_args(args, settings):
+    """The :class:`PsqBuilder` and the source tokenizer of ``--table`` or ``--model`` (``args``) for ``settings``."""
     from pathlib import Path
 
     from clirplug.mt.preprocess import preprocessor
@@ -203,6 +203,6 @@ def psq_run(args, topics):
     if bool(args.table) == bool(args.model):
         raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
     settings = PsqSettings.parse(args.psq)
-    builder, tokenize = _model_builder(args, settings)
+    builder, tokenize = builder_from_args(args, settings)
     queries = psq_queries(args, topics, builder, tokenize)
     return psq_search(PsqScorer(args.index, args.k1, args.b), queries, args.hits, progress=not args.quiet)
