@@ -339,7 +339,8 @@ class RankBoost:
         Returns
         -------
         (int, float) or None
-            The chosen feature and its weight; None when no feature separates any triple.
+            The chosen feature and its weight; None when no feature separates any triple
+            or the importances ``D`` have all underflowed to 0.
         """
         if self.criterion.size == 0:
             return None
@@ -347,7 +348,11 @@ class RankBoost:
         if not self.criterion[h] > 0:
             return None
         smoothing = self.epsilon * self.z
-        w = 0.5 * math.log((self.w_plus[h] + smoothing) / (self.w_minus[h] + smoothing))
+        # the incremental updates of W+- can leave -1e-17 where the exact sum is 0
+        plus, minus = max(self.w_plus[h], 0.0), max(self.w_minus[h], 0.0)
+        if plus + smoothing <= 0 or minus + smoothing <= 0:
+            return None  # every triple's importance has underflowed to 0: nothing left to learn
+        w = 0.5 * math.log((plus + smoothing) / (minus + smoothing))
         by_positive, by_negative = self._columns
         span_p = slice(by_positive.indptr[h], by_positive.indptr[h + 1])
         span_m = slice(by_negative.indptr[h], by_negative.indptr[h + 1])

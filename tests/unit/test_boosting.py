@@ -311,3 +311,18 @@ def test_cli_train_boost_then_rerank_and_search(tmp_path, capsys):
     lookup = dict(zip(zip(searched["qid"], searched["docid"]), searched["score"]))
     assert lookup[("ls.1", "ls.1")] == pytest.approx(loaded.score("Verzeichnisinhalte auflisten ls", collection,
                                                                   rows=np.array([collection.row["ls.1"]]))[0])
+
+
+def test_rankboost_stops_when_importances_underflow():
+    """One triple separated by one feature, tiny epsilon: w = 1/2 ln((1 + eps)/eps) drives D to 0.
+
+    The next step must end training (None) instead of taking the log of 0.
+    """
+    positive = sp.csr_matrix(np.array([[1.0]]))
+    negative = sp.csr_matrix(np.array([[0.0]]))
+    booster = RankBoost(positive, negative, np.array([1.0]), epsilon=1e-300)
+    feature, weight = booster.step()
+    assert feature == 0 and weight == pytest.approx(0.5 * math.log((1 + 1e-300) / 1e-300))
+    assert booster.d[0] == pytest.approx(math.exp(-weight))
+    steps = [booster.step() for _ in range(3)]
+    assert steps[-1] is None
