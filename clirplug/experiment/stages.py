@@ -474,13 +474,13 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     from tqdm import tqdm
 
     from clirplug.io.topics import read_topics
-    from clirplug.qt.psq import PsqScorer, _model_builder, psq_queries
+    from clirplug.qt.psq import PsqScorer, builder_from_args, psq_queries
     from clirplug.qt.psq_tables import PsqSettings
 
     s = stage.settings
     settings = PsqSettings.parse(s["psq"])
     args = argparse.Namespace(table=None, model=s["model"], kind=s["kind"], src_lang=s["lang"], field=stage.run["field"])
-    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}", lambda: _model_builder(args, settings))
+    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}", lambda: builder_from_args(args, settings))
     scorer = ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
                      lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
     rows, latencies = [], {}

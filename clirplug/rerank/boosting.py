@@ -543,7 +543,7 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
         _init_worker(*initargs)
         results = [_train_bag(task) for task in tqdm(tasks, desc="bags", unit="bag", disable=not progress)]
     else:
-        context = multiprocessing.get_context("fork")
+        context = multiprocessing.get_context("spawn")  # never fork a process whose JVM has started
         with context.Pool(jobs, initializer=_init_worker, initargs=initargs, maxtasksperchild=1) as pool:
             results = list(tqdm(pool.imap(_train_bag, tasks), total=len(tasks), desc="bags", unit="bag",
                                 disable=not progress))

@@ -226,6 +226,11 @@ def mean_average_precision(held_out: list[HeldOut], theta: np.ndarray, k: int) -
     return float(np.mean(values)) if values else 0.0
 
 
+def _set_shards(shards) -> None:
+    """Pool initializer: give a worker process the training shards."""
+    _SHARDS[:] = shards
+
+
 def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights,
           config: TrainConfig, sentence_depth: int, progress: bool = True) -> tuple[BowfdWeights, list[dict]]:
     """Pairwise LTR with Adadelta, iterative parameter mixing and early stopping (see the module docstring).
@@ -244,7 +249,8 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
     history = [{"epoch": 0, "held_out_map": best_map}]
     best_theta, best_epoch = theta.copy(), 0
     _SHARDS[:] = shards
-    pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
+    # spawned, not forked: forking a process whose JVM has started can deadlock the child
+    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_set_shards, initargs=(shards,)) if jobs > 1 else None
     try:
         for epoch in range(1, config.epochs + 1):
             work = [(i, theta, optimizers[i], mask, sentence_depth) for i in range(jobs)]
