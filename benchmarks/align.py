@@ -30,9 +30,10 @@ sys.path.insert(0, str(REPO))
 
 from clirplug.cli.train_align import dictionary_pairs, read_lines  # noqa: E402
 from clirplug.mt.align import AlignConfig, train  # noqa: E402
-from clirplug.mt.compound import CompoundSplitter, load_stopwords  # noqa: E402
+from clirplug.mt.compound import CompoundSplitter  # noqa: E402
 from clirplug.mt.preprocess import preprocess  # noqa: E402
 from clirplug.mt.symmetrize import symmetrize  # noqa: E402
+from clirplug.stopwords import load_stopwords  # noqa: E402
 
 TOP_WORDS = 500
 

@@ -155,12 +155,14 @@ def dictionary_pairs(path: Path, src_lang, tgt_lang, splitter, src_vocab, tgt_vo
 
 
 def run(args):
+    from tqdm import tqdm
+
     from clirplug.atomic import atomic_open
     from clirplug.mt.align import AlignConfig, train
-    from clirplug.mt.compound import CompoundSplitter, load_stopwords
+    from clirplug.mt.compound import CompoundSplitter
     from clirplug.mt.preprocess import COMPOUND_FILE, preprocess
     from clirplug.mt.symmetrize import format_pharaoh, read_pharaoh, symmetrize
-    from tqdm import tqdm
+    from clirplug.stopwords import load_stopwords
 
     for path in (args.src, args.tgt, args.dictionary):
         if path is not None and not path.is_file():

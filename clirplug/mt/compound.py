@@ -18,21 +18,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
 
 HEADER = "#clirplug-compound-splitter"
-
-
-def load_stopwords(lang: str) -> frozenset[str]:
-    """The lowercased stopword list shipped in ``clirplug/data/stopwords/<lang>.txt``."""
-    path = Path(__file__).resolve().parents[1] / "data" / "stopwords" / f"{lang}.txt"
-    if not path.is_file():
-        raise ClirplugError(f"{path}: no stopword list for language {lang!r}")
-    lines = path.read_text(encoding="utf-8").split("\n")
-    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
 class CompoundSplitter:

@@ -11,15 +11,6 @@ from collections.abc import Iterable
 from clirplug.errors import ClirplugError
 
 
-def read_stopwords(path) -> frozenset[str]:
-    """A stopword list: one word a line, ``#`` comments and blank lines ignored, lowercased."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return frozenset(w for line in handle if (w := line.split("#", 1)[0].strip().lower()))
-    except OSError as error:
-        raise ClirplugError(f"{path}: cannot read stopword list ({error.strerror})") from error
-
-
 def translate_query(translator, text: str, split_sentences: bool, stopwords: Iterable[str] = ()) -> str:
     """The 1-best translation of ``text`` (sentence by sentence when ``split_sentences``), stopwords removed."""
     stop = frozenset(stopwords)
@@ -47,6 +38,7 @@ def dt_run(args, topics):
     """``clirplug search --method dt``: translate every topic, then BM25 over the index."""
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.translator import Translator
+    from clirplug.stopwords import read_stopwords
 
     if not args.model:
         raise ClirplugError("--method dt needs --model DIR (a model trained by `clirplug train`)")

@@ -34,6 +34,7 @@ from typing import Protocol
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
+from clirplug.stopwords import load_stopwords
 
 HEURISTICS = ("one-to-one", "one-to-none", "one-to-many")
 COMPONENTS = ("token", "grammar", "nbest")
@@ -49,15 +50,6 @@ class TranslationSource(Protocol):
     """Anything with ``translations(src) -> {tgt: p}`` (``PsqTable``, ``LexicalTable``)."""
 
     def translations(self, src: str) -> Mapping[str, float]: ...
-
-
-def load_stopwords(name: str) -> frozenset[str]:
-    """The stopword list ``clirplug/data/stopwords/<name>.txt`` (``#`` lines are comments)."""
-    path = Path(__file__).resolve().parents[1] / "data" / "stopwords" / f"{name}.txt"
-    if not path.is_file():
-        raise ClirplugError(f"{path}: no stopword list {name!r}")
-    lines = path.read_text(encoding="utf-8").split("\n")
-    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
 class PsqTable:

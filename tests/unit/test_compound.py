@@ -5,7 +5,8 @@ import math
 import pytest
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.compound import CompoundSplitter, load_stopwords
+from clirplug.mt.compound import CompoundSplitter
+from clirplug.stopwords import load_stopwords
 
 # Hand-made frequencies; every expected split below is computed in its comment.
 COUNTS = {

@@ -17,10 +17,10 @@ from clirplug.qt.psq_tables import (
     drop_target_stopwords,
     grammar_table,
     interpolate,
-    load_stopwords,
     nbest_table,
     prune,
 )
+from clirplug.stopwords import load_stopwords
 
 TABLE = {"datei": {"file": 0.7, "data file": 0.2, "the": 0.1}, "liste": {"list": 1.0}}
 
