@@ -47,20 +47,19 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 
 
-def read_weights(path) -> dict[str, float]:
-    """Read a weights file (``name value`` a line).
+def weight_lines(path, missing: str = "no such weights file"):
+    """Yield ``(line number, name, value)`` of a ``name value`` file; ``#`` starts a comment.
 
     Raises
     ------
     ClirplugError
-        Naming the file and line of a malformed, non-finite or repeated entry.
+        ``missing`` when the file cannot be read; file and line of a malformed or non-finite entry.
     """
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ClirplugError(f"{path}: no such weights file") from None
-    weights: dict[str, float] = {}
+    except OSError as error:
+        raise ClirplugError(f"{path}: {missing} ({error.strerror})") from None
     for lineno, line in enumerate(lines, 1):
         fields = line.split("#", 1)[0].split()
         if not fields:
@@ -73,9 +72,22 @@ def read_weights(path) -> dict[str, float]:
             raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not a number") from None
         if not math.isfinite(value):
             raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not finite")
-        if fields[0] in weights:
-            raise ClirplugError(f"{where(path, lineno)}: feature {fields[0]!r} appears twice")
-        weights[fields[0]] = value
+        yield lineno, fields[0], value
+
+
+def read_weights(path) -> dict[str, float]:
+    """Read a weights file (``name value`` a line).
+
+    Raises
+    ------
+    ClirplugError
+        Naming the file and line of a malformed, non-finite or repeated entry.
+    """
+    weights: dict[str, float] = {}
+    for lineno, name, value in weight_lines(path):
+        if name in weights:
+            raise ClirplugError(f"{where(path, lineno)}: feature {name!r} appears twice")
+        weights[name] = value
     return weights
 
 

@@ -34,13 +34,13 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
+from clirplug.mt.features import weight_lines
 from clirplug.mt.grammar import is_nonterminal
 from clirplug.mt.hypergraph import Hypergraph
 
@@ -105,26 +105,9 @@ class BowfdWeights:
         ClirplugError
             Naming the file and line of a malformed entry.
         """
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise ClirplugError(f"{path}: cannot read BOW-FD weights ({error.strerror})") from error
         weights = cls(smt={})
         seen_default = False
-        for lineno, line in enumerate(text.splitlines(), 1):
-            fields = line.split("#", 1)[0].split()
-            if not fields:
-                continue
-            if len(fields) != 2:
-                raise ClirplugError(f"{where(path, lineno)}: expected 'name value', got {line.strip()!r}")
-            try:
-                value = float(fields[1])
-            except ValueError:
-                raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not a number") from None
-            if not math.isfinite(value):
-                raise ClirplugError(f"{where(path, lineno)}: weight {fields[1]!r} is not finite")
-            name = fields[0]
+        for lineno, name, value in weight_lines(path, missing="cannot read BOW-FD weights"):
             if name == IR_DEFAULT:
                 weights.v, seen_default = value, True
             elif name == "LEX_enabled":
