@@ -14,7 +14,7 @@ from clirplug.io.runs import write_run
 from clirplug.io.topics import read_topics
 from clirplug.lucene.index import build_index
 from clirplug.lucene.search import Bm25Searcher
-from clirplug.monolingual import mate_title_queries
+from clirplug.monolingual import floor_and_ceiling_queries
 
 MEASURES = ["MAP", "nDCG@10", "R@100", "PRES@100"]
 
@@ -31,11 +31,7 @@ def main():
     topics = read_topics(collection / f"topics.{args.split}.jsonl")
     qrels = read_qrels(collection / f"qrels.{args.split}.txt")
     searcher = Bm25Searcher(args.index)
-    queries = {
-        "floor.title": {t.id: t.title for t in topics},
-        "floor.desc": {t.id: t.desc for t in topics},
-        "ceiling.title": mate_title_queries(qrels, collection / "corpus.jsonl"),
-    }
+    queries = floor_and_ceiling_queries(topics, qrels, collection / "corpus.jsonl")
     runs = {}
     for name, texts in queries.items():
         runs[name] = searcher.search_all(texts, hits=1000)

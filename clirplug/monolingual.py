@@ -22,3 +22,12 @@ def mate_title_queries(qrels, corpus) -> dict[str, str]:
     if missing:
         raise ClirplugError(f"{corpus}: {len(missing)} mate documents of the qrels are not in the corpus, e.g. {missing[0]!r}")
     return {qid: titles[docid] for docid, qid in sorted(wanted.items(), key=lambda item: item[1])}
+
+
+def floor_and_ceiling_queries(topics, qrels, corpus) -> dict[str, dict[str, str]]:
+    """The reference query sets: the untranslated ``title`` and ``desc`` (the floor) and the mates' titles (the ceiling)."""
+    return {
+        "floor.title": {t.id: t.title for t in topics},
+        "floor.desc": {t.id: t.desc for t in topics},
+        "ceiling.title": mate_title_queries(qrels, corpus),
+    }

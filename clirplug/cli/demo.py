@@ -19,7 +19,7 @@ def run(args):
     from clirplug.io.topics import read_topics
     from clirplug.lucene.index import build_index
     from clirplug.lucene.search import Bm25Searcher
-    from clirplug.monolingual import mate_title_queries
+    from clirplug.monolingual import floor_and_ceiling_queries
 
     demo, work = demo_path(), Path(args.workdir)
     index = work / "indexes" / "demo"
@@ -30,11 +30,7 @@ def run(args):
     topics = read_topics(demo / "topics.dev.jsonl")
     qrels = read_qrels(demo / "qrels.dev.txt")
     searcher = Bm25Searcher(index)
-    queries = {
-        "floor.title": {t.id: t.title for t in topics},
-        "floor.desc": {t.id: t.desc for t in topics},
-        "ceiling.title": mate_title_queries(qrels, demo / "corpus.jsonl"),
-    }
+    queries = floor_and_ceiling_queries(topics, qrels, demo / "corpus.jsonl")
     runs = {}
     for name, texts in queries.items():
         runs[name] = searcher.search_all(texts, hits=1000, progress=False)
