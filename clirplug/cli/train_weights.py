@@ -37,6 +37,7 @@ def run(args):
                                           lambda text: preprocess(text, args.tgt_lang), args.lines, args.max_words)
     if not sources:
         raise ClirplugError(f"{args.src}: no usable tuning sentences")
+    translator.restrict(sources)
     decoder = translator.decoder
 
     def decode(weights):

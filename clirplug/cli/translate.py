@@ -62,6 +62,7 @@ def run(args):
             raise ClirplugError(f"{path}: cannot read the input ({error})") from error
         items = [(str(number), [translator.tokenize(line)]) for number, line in enumerate(lines, 1)]
         plain = args.nbest == 1
+    translator.restrict([tokens for _, sentences in items for tokens in sentences])
     records = []
     with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr) as bar:
         for item_id, sentences in items:

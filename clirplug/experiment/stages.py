@@ -410,6 +410,7 @@ def _translate_chunk(task):
     from clirplug.qt.dt import translate_query
 
     translator = Translator(model_dir, kind=kind, src_lang=lang)
+    translator.restrict_texts([topic_field(t, field_name) for t in topics], split=field_name != "title")
     results = []
     for topic in topics:
         start = time.perf_counter()
@@ -608,6 +609,7 @@ def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
         from clirplug.mt.translator import Translator
 
         translator = Translator(s["model"], kind=s["output"], src_lang=s["lang"], cache=False)
+        translator.restrict([translator.tokenize(line) for line in source])
 
         def translate(line):
             tokens = translator.tokenize(line)

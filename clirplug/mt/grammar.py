@@ -19,7 +19,7 @@ import gzip
 import heapq
 import io
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,23 +187,44 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8")
 
 
-def iter_grammar(path) -> Iterator[Rule]:
-    """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one."""
+def _source_field(line: str) -> str:
+    """The source side of a raw rule line (after an unindexed ``[LHS]`` field, if any)."""
+    fields = line.split("|||", 2)
+    head = fields[0].strip()
+    if len(fields) > 2 and head.startswith("[") and NONTERMINAL.match(head) and "," not in head:
+        return fields[1]
+    return fields[0]
+
+
+def iter_grammar(path, vocabulary: Container[str] | None = None) -> Iterator[Rule]:
+    """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one.
+
+    With a ``vocabulary``, only the rules whose source terminals all belong to it are parsed
+    and yielded (a per-input grammar, as cdec's per-sentence grammars): the others cannot
+    apply to any text made of those words.
+    """
     path = Path(path)
     if not path.is_file():
         raise ClirplugError(f"{path}: no such grammar file")
     with _open_text(path) as lines:
         try:
             for lineno, line in enumerate(lines, 1):
-                if line.strip():
-                    yield parse_rule(line, f"{path}:{lineno}")
+                if not line.strip():
+                    continue
+                if vocabulary is not None and not all(
+                    token in vocabulary or (token[0] == "[" and is_nonterminal(token))
+                    for token in _source_field(line).split()
+                ):
+                    continue
+                yield parse_rule(line, f"{path}:{lineno}")
         except (UnicodeDecodeError, OSError, EOFError) as error:
             raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
 
 
-def read_grammar(path) -> list[Rule]:
-    """Read a whole grammar file (see the module docstring for the accepted forms)."""
-    return list(iter_grammar(path))
+def read_grammar(path, vocabulary: Container[str] | None = None) -> list[Rule]:
+    """Read a grammar file (see the module docstring for the accepted forms), only the rules
+    usable on text over ``vocabulary`` if given (see :func:`iter_grammar`)."""
+    return list(iter_grammar(path, vocabulary))
 
 
 def write_grammar(rules: Iterable[Rule], path) -> None:

@@ -23,10 +23,11 @@ from clirplug.mt.decoder import (
     DEFAULT_POP_LIMIT,
     Decoder,
     Translation,
+    load_lm,
     translations,
 )
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
-from clirplug.mt.grammar import format_rule, parse_rule
+from clirplug.mt.grammar import format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences
@@ -53,6 +54,9 @@ class Translator:
         Overrides the folder's tuned weights (missing ones take the defaults).
     cache : bool
         Read and write ``model_dir/cache/``.
+
+    Call :meth:`restrict` with the sentences to translate before the first translation, so
+    that only the grammar rules they can use are loaded (a full Hiero grammar holds millions).
     """
 
     def __init__(self, model_dir, kind: str = "hiero", weights: Mapping[str, float] | None = None,
@@ -75,14 +79,43 @@ class Translator:
         self.tokenize = preprocessor(src_lang, self.model_dir)
         self._decoder: Decoder | None = None
         self._signature: str | None = None
+        self._vocabulary: set[str] | None = None
+
+    @property
+    def vocabulary(self) -> set[str] | None:
+        """The source words whose rules are loaded (``None``: the whole grammar)."""
+        return self._vocabulary
+
+    def restrict(self, sentences: Sequence[Sequence[str]]) -> None:
+        """Load only the rules usable on these token lists (more can be added before loading).
+
+        Translating a sentence with a word outside the restriction later reloads the grammar
+        for the enlarged vocabulary, so results never depend on the restriction.
+        """
+        words = {word for tokens in sentences for word in tokens}
+        if self._vocabulary is None:
+            self._vocabulary = words
+        elif not words <= self._vocabulary:
+            self._vocabulary |= words
+            self._decoder = None
 
     @property
     def decoder(self) -> Decoder:
-        """The decoder, loaded on first use."""
+        """The decoder, loaded on first use (with the rules of the :meth:`restrict` vocabulary only)."""
         if self._decoder is None:
-            self._decoder = Decoder.from_model(self.model_dir, self.kind, self.weights, pop_limit=self.pop_limit,
-                                               max_span=self.max_span)
+            rules = read_grammar(self.grammar_path, self._vocabulary)
+            self._decoder = Decoder(rules, load_lm(self.lm_path), self.weights, pop_limit=self.pop_limit,
+                                    max_span=self.max_span)
         return self._decoder
+
+    def restrict_texts(self, texts: Sequence[str], split: bool = True) -> None:
+        """:meth:`restrict` to the sentences of ``texts`` (as :meth:`sentences` splits them)."""
+        self.restrict([tokens for text in texts for tokens in self.sentences(text, split)])
+
+    def _decoder_for(self, tokens: Sequence[str]) -> Decoder:
+        if self._vocabulary is not None:
+            self.restrict([tokens])
+        return self.decoder
 
     def _key(self, tokens: Sequence[str], what: str) -> Path:
         if self._signature is None:
@@ -122,21 +155,26 @@ class Translator:
         data = self._read(path)
         if data is not None:
             return Hypergraph.from_json(data, parse_rule, str(path))
-        forest = self.decoder.forest(tokens)
+        forest = self._decoder_for(tokens).forest(tokens)
         self._write(path, forest.to_json(format_rule))
         return forest
 
     def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None) -> list[Translation]:
-        """The ``nbest`` best translations of ``tokens`` (cached), read off ``forest`` if given."""
-        path = self._key(tokens, f"nbest{nbest}")
+        """The ``nbest`` best translations of ``tokens`` (cached), read off ``forest`` if given.
+
+        One cache entry per sentence holds the longest list computed so far (lazy k-best
+        yields the same leading derivations whatever k), so a 1-best after a 10-best is a
+        cache hit; the entry also records whether the forest had fewer derivations than asked.
+        """
+        path = self._key(tokens, "nbest")
         data = self._read(path)
-        if data is not None:
+        if data is not None and (len(data["translations"]) >= nbest or data["exhausted"]):
             return [Translation(tuple(t["words"]), t["score"], t["features"],
                                 tuple(tuple(a) for a in t["alignment"]), tuple(parse_rule(r) for r in t["rules"]))
-                    for t in data]
-        hypergraph = forest if forest is not None else self.decoder.forest(tokens)
+                    for t in data["translations"][:nbest]]
+        hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
         result = translations(hypergraph, kbest(hypergraph, self.weights, nbest))
-        self._write(path, [translation_json(t) for t in result])
+        self._write(path, {"translations": [translation_json(t) for t in result], "exhausted": len(result) < nbest})
         return result
 
 

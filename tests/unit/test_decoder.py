@@ -263,7 +263,7 @@ def test_translate_cli_cache_and_forests(tmp_path, rules, monkeypatch, capsys):
     import json
 
     from clirplug.cli import main
-    from clirplug.mt import decoder as decoder_module
+    from clirplug.mt import translator as translator_module
     from clirplug.mt.grammar import write_grammar
     from clirplug.mt.hypergraph import Hypergraph
 
@@ -281,7 +281,7 @@ def test_translate_cli_cache_and_forests(tmp_path, rules, monkeypatch, capsys):
     assert lines == [" ".join(expected.translate(["x", "y"])[0].words),
                      " ".join(expected.translate(["x", "w", "y", "q"])[0].words), ""]
     # a second run is served from the cache: the grammar is never read
-    monkeypatch.setattr(decoder_module, "read_grammar", lambda path: (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
     assert main(["translate", "--model", str(model), "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path / "again.txt")]) == 0
     assert (tmp_path / "again.txt").read_text().splitlines() == lines

@@ -184,3 +184,21 @@ def test_filter_for_sentence():
     ]
     kept = filter_for_sentence(rules, "a b c a".split())
     assert kept == [rules[0], rules[2], rules[3], rules[4]]
+
+
+def test_read_grammar_with_vocabulary_keeps_exactly_the_usable_source_sides(tmp_path):
+    rules = [
+        Rule("X", ("a", "[X,1]", "b"), ("A", "[X,1]", "B"), (("EgivenF", 0.5),), ((0, 0), (2, 2))),
+        Rule("X", ("[X,1]", "c"), ("[X,1]", "C"), (("EgivenF", 0.1),), ((1, 1),)),
+        Rule("X", ("a",), ("A",), (("EgivenF", 0.2),), ((0, 0),)),
+        Rule("X", ("z", "a"), ("Z", "A"), (("EgivenF", 0.3),), ((0, 0), (1, 1))),
+    ]
+    for name in ("grammar.gz", "grammar.txt"):
+        write_grammar(rules, tmp_path / name)
+        assert read_grammar(tmp_path / name) == rules
+        assert read_grammar(tmp_path / name, {"a", "b"}) == [rules[0], rules[2]]
+        assert read_grammar(tmp_path / name, {"c", "z", "a"}) == rules[1:]
+        assert read_grammar(tmp_path / name, set()) == []
+    # cdec's 4-field form (no left-hand side) is filtered on its source field too
+    (tmp_path / "four.txt").write_text("[X,1] c ||| [X,1] C ||| 0.1\nz a ||| Z A ||| 0.3\n", encoding="utf-8")
+    assert [r.src for r in read_grammar(tmp_path / "four.txt", {"c"})] == [("[X,1]", "c")]

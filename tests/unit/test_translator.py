@@ -1,0 +1,55 @@
+"""Translator: grammar restricted to the input's words, and the n-best cache served for smaller n."""
+
+import pytest
+
+from clirplug.mt import translator as translator_module
+from clirplug.mt.grammar import parse_rule, write_grammar
+from clirplug.mt.translator import Translator
+
+from test_decoder import ARPA, GRAMMAR
+
+
+@pytest.fixture()
+def model(tmp_path):
+    write_grammar([parse_rule(line) for line in GRAMMAR.splitlines()], tmp_path / "grammar.hiero.gz")
+    (tmp_path / "lm.arpa").write_text(ARPA)
+    return tmp_path
+
+
+def _nbest(translator, tokens, n):
+    return [(t.words, round(t.score, 9)) for t in translator.translate(tokens, n)]
+
+
+def test_restricted_grammar_gives_the_full_grammars_translations(model):
+    sentences = [["x", "y"], ["x", "w", "y", "q"], ["w"]]
+    full = Translator(model, cache=False)
+    restricted = Translator(model, cache=False)
+    restricted.restrict(sentences[:2])
+    for tokens in sentences:
+        assert _nbest(restricted, tokens, 5) == _nbest(full, tokens, 5)
+    assert restricted.vocabulary == {"x", "y", "w", "q"}
+    assert len(restricted.decoder.rules_by_src) < len(full.decoder.rules_by_src)
+
+
+def test_a_word_outside_the_restriction_reloads_the_grammar(model):
+    translator = Translator(model, cache=False)
+    translator.restrict([["w"]])
+    assert _nbest(translator, ["w"], 3) == _nbest(Translator(model, cache=False), ["w"], 3)
+    before = translator.decoder
+    assert _nbest(translator, ["x", "y"], 3) == _nbest(Translator(model, cache=False), ["x", "y"], 3)
+    assert translator.decoder is not before and {"x", "y"} <= translator.vocabulary
+
+
+def test_nbest_cache_serves_shorter_lists_and_recomputes_longer(model, monkeypatch):
+    tokens = ["x", "w", "y", "q"]
+    reference = _nbest(Translator(model, cache=False), tokens, 10)
+    translator = Translator(model)
+    assert _nbest(translator, tokens, 4) == reference[:4]
+    fresh = Translator(model)
+    monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
+    assert _nbest(fresh, tokens, 1) == reference[:1]  # served from the 4-best entry
+    assert _nbest(fresh, tokens, 4) == reference[:4]
+    monkeypatch.undo()
+    assert _nbest(fresh, tokens, 10) == reference  # longer: decoded again, entry replaced
+    monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
+    assert _nbest(Translator(model), tokens, 7) == reference[:7]
