@@ -18,7 +18,7 @@ $(BIN)/clirplug: pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/clirplug demo --workdir demo-output
+	$(BIN)/clirplug experiment configs/demo.yaml --root demo-output
 
 test: install
 	$(BIN)/python -m pytest -q tests
