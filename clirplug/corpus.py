@@ -1,12 +1,12 @@
 """Reading document collections: JSONL (``{"id", "contents"[, "title"]}``), ``.jsonl.gz``, or a folder of them."""
 
 import gzip
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from clirplug.errors import ClirplugError, where
+from clirplug.io.jsonl import json_records
 
 CORPUS_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 
@@ -60,15 +60,7 @@ def read_corpus(path) -> Iterator[Document]:
     for file in corpus_files(path):
         try:
             with _open_text(file) as handle:
-                for line_number, line in enumerate(handle, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise ClirplugError(f"{where(file, line_number)}: not valid JSON ({error.msg})") from error
-                    if not isinstance(record, dict):
-                        raise ClirplugError(f"{where(file, line_number)}: expected a JSON object")
+                for line_number, record in json_records(handle, file):
                     doc_id = _field(record, "id", file, line_number, required=True).strip()
                     if not doc_id or any(c.isspace() for c in doc_id):
                         raise ClirplugError(f"{where(file, line_number)}: field 'id' must be non-empty without spaces: {doc_id!r}")

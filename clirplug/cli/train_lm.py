@@ -35,20 +35,11 @@ def add_arguments(parser):
 
 
 def _jsonl_sentences(path: Path, lang: str):
-    import json
-
     from clirplug.cli.train_align import read_lines
+    from clirplug.io.jsonl import json_records
     from clirplug.mt.preprocess import preprocess, split_sentences
 
-    for lineno, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            document = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ClirplugError(f"{path}:{lineno}: not JSON ({error.msg})") from None
-        if not isinstance(document, dict):
-            raise ClirplugError(f"{path}:{lineno}: expected a JSON object")
+    for _, document in json_records(read_lines(path), path):
         for field in ("title", "contents"):
             for sentence in split_sentences(str(document.get(field) or ""), lang):
                 yield preprocess(sentence, lang)

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
+from clirplug.io.jsonl import json_records
 
 FIELDS = ("title", "desc", "narr")
 
@@ -58,15 +59,7 @@ def _check_field(field):
 
 
 def _read_jsonl(path, text):
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ClirplugError(f"{where(path, lineno)}: invalid JSON ({error.msg})") from error
-        if not isinstance(record, dict):
-            raise ClirplugError(f"{where(path, lineno)}: expected a JSON object, got {type(record).__name__}")
+    for lineno, record in json_records(text.splitlines(), path):
         values = {}
         for key in ("id", "title", "desc", "narr"):
             value = record.get(key, "" if key == "narr" else None)

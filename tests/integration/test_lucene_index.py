@@ -79,7 +79,7 @@ def test_jsonl_gz_and_folders_are_read(tmp_path):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ("{not json", "docs.jsonl:2: not valid JSON"),
+        ("{not json", "docs.jsonl:2: invalid JSON"),
         ('{"id": "x.1"}', "docs.jsonl:2: missing field 'contents'"),
         ('{"contents": "text"}', "docs.jsonl:2: missing field 'id'"),
         ('{"id": "x 1", "contents": "text"}', "docs.jsonl:2: field 'id' must be non-empty without spaces"),

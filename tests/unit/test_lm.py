@@ -196,4 +196,4 @@ def test_cli_train_lm(tmp_path, capsys):
     assert "up to date, skipped" in capsys.readouterr().err
     (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
     assert main(["train", "lm", "--jsonl", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
-    assert "bad.jsonl:1: not JSON" in capsys.readouterr().err
+    assert "bad.jsonl:1: invalid JSON" in capsys.readouterr().err
