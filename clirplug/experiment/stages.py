@@ -495,14 +495,18 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, _run_frame(rows), latencies)
 
 
+def _train_command(stage: Stage, ctx: Context, module: str) -> None:
+    """Run ``clirplug train ...`` (``module``) with the stage's argv, the run's options and ``--jobs``."""
+    s = stage.settings
+    args = parse_cli(module, s["argv"] + ["--jobs", str(ctx.jobs)], s["options"], f"runs.{s['run']}")
+    with _stdout_to_stderr():
+        importlib.import_module(module).run(args)
+
+
 @stage_kind("boost-train")
 def boost_train_stage(stage: Stage, ctx: Context) -> dict:
     """Bagged RankBoost on the tune split (``clirplug train boost``; beta tuned on held-out train topics)."""
-    s = stage.settings
-    args = parse_cli("clirplug.cli.train_boost", s["argv"] + ["--jobs", str(ctx.jobs)], s["options"],
-                     f"runs.{s['run']}")
-    with _stdout_to_stderr():
-        importlib.import_module("clirplug.cli.train_boost").run(args)
+    _train_command(stage, ctx, "clirplug.cli.train_boost")
     ctx.forget(str(stage.outputs[0]))
     return {}
 
@@ -649,11 +653,7 @@ def source_text_stage(stage: Stage, ctx: Context) -> dict:
 @stage_kind("bowfd-train")
 def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     """BOW-FD weights on the tune split (``clirplug train bowfd``: v by grid, then LTR unless disabled)."""
-    s = stage.settings
-    args = parse_cli("clirplug.cli.train_bowfd", s["argv"] + ["--jobs", str(ctx.jobs)], s["options"],
-                     f"runs.{s['run']}")
-    with _stdout_to_stderr():
-        importlib.import_module("clirplug.cli.train_bowfd").run(args)
+    _train_command(stage, ctx, "clirplug.cli.train_bowfd")
     return {}
 
 
