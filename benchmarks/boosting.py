@@ -14,22 +14,23 @@ features and non-zeros of the P and M incidence matrices.
 
 import argparse
 import json
-
-import pandas as pd
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from clirplug.corpus import read_corpus  # noqa: E402
-from clirplug.eval.measures import evaluate  # noqa: E402
-from clirplug.io.qrels import read_qrels  # noqa: E402
-from clirplug.io.runs import write_run  # noqa: E402
-from clirplug.io.topics import read_topics  # noqa: E402
-from clirplug.rerank.boosting import BoostModel, Collection, train, tune_beta  # noqa: E402
-from clirplug.rerank.config import BETA_GRID, BoostConfig  # noqa: E402
+from clirplug.atomic import atomic_open
+from clirplug.corpus import read_corpus
+from clirplug.eval.measures import evaluate
+from clirplug.io.qrels import read_qrels
+from clirplug.io.runs import write_run
+from clirplug.io.topics import read_topics, topic_field
+from clirplug.rerank.boosting import BoostModel, Collection, train, tune_beta
+from clirplug.rerank.config import BETA_GRID, BoostConfig
 
 
 def main():
@@ -46,7 +47,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--save", help="also write the model here")
     parser.add_argument("--model", help="skip training: evaluate this saved model on dev")
+    parser.add_argument("--query-field", help="topic field of the evaluated queries (default: the training field)")
     parser.add_argument("--run", help="also write the dev run (whole-collection search) here")
+    parser.add_argument("--heldout-run", help="also write the run of the held-out train topics here (and their qrels"
+                                              " beside it, + '.qrels'), to tune fusion weights on")
     args = parser.parse_args()
     data = Path(args.data)
     config = BoostConfig(order=args.order, bits=args.bits, iterations=args.iterations, bags=args.bags,
@@ -67,7 +71,8 @@ def main():
     if loaded is not None:
         model, train_seconds = loaded, None
         beta_table = [tuple(row) for row in model.stats.get("beta_tuning", {}).get("map", [])]
-        held = [None] * model.stats.get("beta_tuning", {}).get("held_out_topics", 0)
+        if model.stats.get("training_queries") != len(topics) - len(held):
+            raise SystemExit(f"{args.model}: not trained without the 20% of train topics this script holds out")
     else:
         start = time.perf_counter()
         model = train(topics, qrels, collection, config, jobs=args.jobs, holdout=[t.id for t in held])
@@ -77,17 +82,25 @@ def main():
             model.stats["beta_tuning"] = {"held_out_topics": len(held), "map": beta_table}
         else:
             model.beta, beta_table = float(args.beta), []
+    query_field = args.query_field or config.field
     if args.save:
         model.save(args.save)
+    if args.heldout_run:  # the held-out train topics were never boosting triples: fusion weights are tuned on them
+        write_run(model.search(held, collection, field=query_field, depth=1000), args.heldout_run, tag="boost")
+        held_ids = {t.id for t in held}
+        held_qrels = qrels[qrels["qid"].isin(held_ids)]
+        with atomic_open(args.heldout_run + ".qrels") as out:
+            out.writelines(f"{q} 0 {d} {r}\n" for q, d, r in zip(held_qrels["qid"], held_qrels["docid"],
+                                                                  held_qrels["relevance"]))
     dev_topics, dev_qrels = read_topics(data / "topics.dev.jsonl"), read_qrels(data / "qrels.dev.txt")
     start = time.perf_counter()
-    run = model.search(dev_topics, collection, depth=1000)
+    run = model.search(dev_topics, collection, field=query_field, depth=1000)
     search_seconds = time.perf_counter() - start
     if args.run:
         write_run(run, args.run, tag="boost")
     scores = evaluate(dev_qrels, {"boost": run}, ["MAP", "nDCG@10", "P@10", "PRES@1000"])
     # the two parts of f on their own: f = learned + beta * identity
-    parts = {t.id: model.score_parts(t.title if config.field == "title" else t.desc, collection) for t in dev_topics}
+    parts = {t.id: model.score_parts(topic_field(t, query_field), collection) for t in dev_topics}
     ablation = {name: pd.concat([pd.DataFrame({"qid": qid, "docid": collection.docids, "score": pick(learned, identity)})
                                  .nlargest(1000, "score", keep="first") for qid, (learned, identity) in parts.items()])
                 for name, pick in (("learned pairs only (beta = 0)", lambda a, b: a), ("identity features only", lambda a, b: b))}
@@ -96,6 +109,7 @@ def main():
 
     print(f"Config: `{json.dumps({k: v for k, v in vars(config).items()})}`, beta = {model.beta:g}"
           f" ({'from ' + args.model if args.model else 'tuned on ' + str(len(held)) + ' held-out train topics' if held else 'fixed'}),"
+          f" queries: {query_field},"
           f" jobs = {args.jobs}\n")
     print(f"- collection: {len(collection.docids)} documents, {len(collection.strings)} target n-grams,"
           f" read in {read_seconds:.0f} s")

@@ -125,6 +125,8 @@ def main():
         topics = [topics[i] for i in sorted(keep)]
         qrels = qrels[qrels["qid"].isin({t.id for t in topics})]
     translator = Translator(args.model, kind=args.kind)
+    for field in args.fields:  # load only the grammar rules these topics can use (when a forest is missing)
+        translator.restrict_texts([topic_field(t, field) for t in topics], split=field != "title")
     index = LuceneIndex(args.index, progress=False)
     base = BowfdWeights.load(args.v_weights) if args.v_weights else BowfdWeights(smt={}, v=args.v or 1.6)
     base.smt = {**translator.weights, **base.smt}

@@ -2,34 +2,35 @@
 
 Usage::
 
-    nice .venv/bin/python benchmarks/decoder.py --model DIR [--data ../shared/data/manclir-de]
-        [--bleu-lines 500] [--tune-lines 150] [--tune-iterations 5] [--desc-sentences 200]
+    nice .venv/bin/python benchmarks/decoder.py --model models/manclir-de [--kinds flat,hiero]
+        [--weights-flat F] [--weights-hiero F] [--titles 249] [--desc-sentences 150]
+        [--bleu-lines 300] [--systems wbw,flat,hiero] [--no-timing]
 
-``DIR`` is a model folder (``docs/models.md``) holding ``grammar.flat.gz``,
-``grammar.hiero.gz``, ``lm.arpa`` and ``lex.e_given_f.npz``. Missing tuned weights
-``weights.<kind>`` are made with ``clirplug train weights`` (PRO, 50-best lists) on
-``--tune-lines`` pairs of ``bitext.train`` (quality is never tuned on dev) taken from its end
-(held out when the grammars were extracted from the first lines only).
+``--model`` is a model folder (``docs/models.md``) with ``grammar.flat.gz``, ``grammar.hiero.gz``,
+``lm.arpa`` and ``lex.e_given_f.npz``; ``--grammars DIR`` reads the grammars from another folder
+(e.g. copies already filtered to the benchmark's vocabulary). Only the rules whose source words
+occur in the benchmark's sentences are loaded (grammar and LM loading are reported, not timed per
+sentence). Weights: ``--weights-KIND`` or else ``DIR/weights.KIND`` or else the defaults. Nothing
+is tuned here (``clirplug train weights`` does that, on train lines only).
 
 Figures:
 
-* decoding time per sentence, end to end (chart, cube pruning with the LM, Viterbi
-  derivation and its yield; preprocessing and model loading excluded), median and p90, as
-  process CPU time (the machine is shared, so wall time also counts other jobs) and wall time, for
-  the dev topics' titles and for their desc sentences (``split_sentences``), with the pop
-  limit; forest sizes (nodes, edges) of the same runs;
-* BLEU (sacrebleu, tokenized lowercased text, ``tokenize="none"``) on the first
-  ``--bleu-lines`` lines of ``bitext.dev``: each line is split into sentences, translated
-  sentence by sentence and joined, for (a) word by word: each source token's most probable
-  ``p(e|f)`` translation (``lex.e_given_f``), unknown tokens copied; (b) the flat grammar and
-  (c) the hiero grammar, each with its tuned weights.
+* decoding time per sentence, end to end (chart, cube pruning with the LM, forest built,
+  Viterbi derivation and its yield; preprocessing and model loading excluded), median and p90,
+  as process CPU time (the machine is shared, so wall time also counts other jobs) and wall
+  time, for the first ``--titles`` dev titles and the first ``--desc-sentences`` sentences of the
+  dev descs (``split_sentences``), with the pop limit; forest sizes (nodes, edges) of the same runs;
+* BLEU (sacrebleu, tokenized lowercased text, ``tokenize="none"``) on the first ``--bleu-lines``
+  lines of ``bitext.dev``: each line is split into sentences, translated sentence by sentence
+  and joined, for (a) word by word: each source token's most probable ``p(e|f)`` translation
+  (``lex.e_given_f``), unknown tokens copied; (b) the flat grammar and (c) the hiero grammar,
+  each with its weights.
 """
 
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,10 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from clirplug.io.topics import read_topics
-from clirplug.mt.features import read_weights
+from clirplug.mt.decoder import Decoder, load_lm
+from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
+from clirplug.mt.grammar import read_grammar
 from clirplug.mt.lexicon import LexicalTable
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences
-from clirplug.mt.translator import Translator
 from clirplug.mt.tune import corpus_bleu
 
 
@@ -50,26 +52,7 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def ensure_weights(model: Path, kind: str, data: Path, lines: int, iterations: int) -> str:
-    """Tune ``weights.<kind>`` with PRO on the end of bitext.train unless it exists."""
-    weights = model / f"weights.{kind}"
-    if weights.is_file():
-        return "reused"
-    src = (data / "bitext.train.de").read_text(encoding="utf-8").splitlines()
-    tgt = (data / "bitext.train.en").read_text(encoding="utf-8").splitlines()
-    tune_src, tune_tgt = model / "tune.de", model / "tune.en"
-    tune_src.write_text("\n".join(src[-3 * lines:]) + "\n", encoding="utf-8")
-    tune_tgt.write_text("\n".join(tgt[-3 * lines:]) + "\n", encoding="utf-8")
-    started = time.time()
-    subprocess.run([str(REPO / ".venv" / "bin" / "clirplug"), "train", "weights", "--model", str(model),
-                    "--kind", kind, "--src", str(tune_src), "--tgt", str(tune_tgt), "--lines", str(lines),
-                    "--iterations", str(iterations), "--nbest", "50"],
-                   check=True)
-    return f"tuned in {time.time() - started:.0f} s"
-
-
-def time_decoding(translator: Translator, sentences):
-    decoder = translator.decoder
+def time_decoding(decoder: Decoder, sentences):
     cpu, wall, nodes, edges = [], [], [], []
     for tokens in sentences:
         started, started_cpu = time.perf_counter(), time.process_time()
@@ -83,104 +66,101 @@ def time_decoding(translator: Translator, sentences):
     return cpu, wall, nodes, edges
 
 
-def translate_lines(translate_sentence, lines):
-    out = []
-    for line in lines:
-        words = []
-        for sentence in split_sentences(line, "de"):
-            words.extend(translate_sentence(sentence))
-        out.append(words)
-    return out
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, type=Path)
+    parser.add_argument("--grammars", type=Path, help="folder of grammar.KIND.gz (default: --model)")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "manclir-de")
-    parser.add_argument("--bleu-lines", type=int, default=500)
-    parser.add_argument("--tune-lines", type=int, default=150)
-    parser.add_argument("--tune-iterations", type=int, default=5)
-    parser.add_argument("--desc-sentences", type=int, default=200)
+    parser.add_argument("--kinds", default="flat,hiero")
+    parser.add_argument("--weights-flat", type=Path)
+    parser.add_argument("--weights-hiero", type=Path)
+    parser.add_argument("--titles", type=int, default=249)
+    parser.add_argument("--desc-sentences", type=int, default=150)
+    parser.add_argument("--bleu-lines", type=int, default=300)
     parser.add_argument("--pop-limit", type=int, default=200)
     parser.add_argument("--systems", default="wbw,flat,hiero", help="BLEU rows to run (default: wbw,flat,hiero)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing table")
-    parser.add_argument("--untuned", action="store_true", help="never tune: use weights.KIND if present, else defaults")
     args = parser.parse_args()
     systems = args.systems.split(",")
-    kinds = [kind for kind in ("flat", "hiero") if kind in systems or (kind == "hiero" and not args.no_timing)]
+    kinds = [kind for kind in args.kinds.split(",") if kind in systems or not args.no_timing]
 
-    tuning = {kind: "untuned" if args.untuned else ensure_weights(args.model, kind, args.data, args.tune_lines,
-                                                                  args.tune_iterations)
-              for kind in kinds}
+    tokenize = preprocessor("de", args.model)
     topics = read_topics(args.data / "topics.dev.jsonl")
-    translators, load_seconds, sources = {}, {}, {}
-    for kind in kinds:
-        started = time.time()
-        translators[kind] = Translator(args.model, kind, pop_limit=args.pop_limit, cache=False)
-        sources[kind] = len(translators[kind].decoder.rules_by_src)
-        load_seconds[kind] = time.time() - started
-
-    rows = []
-    for name, sentences in () if args.no_timing else (("titles", "title"), ("desc sentences", "desc")):
-        hiero = translators["hiero"]
-        sentences = [tokens for t in topics for tokens in hiero.sentences(getattr(t, sentences), split=sentences == "desc")]
-        sentences = sentences[: args.desc_sentences] if name != "titles" else sentences
-        cpu, wall, nodes, edges = time_decoding(hiero, sentences)
-        lengths = [len(s) for s in sentences]
-        rows.append(f"| hiero, {name} | {len(sentences)} | {statistics.median(lengths):.0f} | "
-                    f"{statistics.median(cpu):.3f} / {percentile(cpu, 0.9):.3f} | "
-                    f"{statistics.median(wall):.3f} / {percentile(wall, 0.9):.3f} | "
-                    f"{statistics.median(nodes):.0f} / {percentile(nodes, 0.9)} | "
-                    f"{statistics.median(edges):.0f} / {percentile(edges, 0.9)} |")
-
+    titles = [tokens for tokens in (tokenize(t.title) for t in topics[: args.titles]) if tokens]
+    descs = [tokens for t in topics for tokens in (tokenize(s) for s in split_sentences(t.desc, "de")) if tokens]
+    descs = descs[: args.desc_sentences]
     src_lines = (args.data / "bitext.dev.de").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
     ref_lines = (args.data / "bitext.dev.en").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
+    bleu_sentences = [[tokenize(s) for s in split_sentences(line, "de")] for line in src_lines]
+    vocabulary = set() if args.no_timing else {w for tokens in titles + descs for w in tokens}
+    if {"flat", "hiero"} & set(systems):
+        vocabulary |= {w for line in bleu_sentences for tokens in line for w in tokens}
+
+    started = time.time()
+    lm = load_lm(args.model / "lm.arpa")
+    print(f"- LM (order {lm.order}) loaded in {time.time() - started:.0f} s", file=sys.stderr)
+    decoders, notes = {}, []
+    for kind in kinds:
+        weights_path = getattr(args, f"weights_{kind}") or args.model / f"weights.{kind}"
+        weights = read_weights(weights_path) if weights_path.is_file() else {}
+        started = time.time()
+        rules = read_grammar((args.grammars or args.model) / f"grammar.{kind}.gz", vocabulary)
+        decoders[kind] = Decoder(rules, lm, weights, pop_limit=args.pop_limit)
+        notes.append(f"- {kind}: {len(rules)} rules usable on the benchmark's words "
+                     f"({len(decoders[kind].rules_by_src)} source sides), loaded in {time.time() - started:.0f} s; "
+                     f"weights {weights_path if weights else 'defaults'}")
+        print(notes[-1], file=sys.stderr)
+
+    rows = []
+    for kind in [] if args.no_timing else kinds:
+        for name, sentences in (("titles", titles), ("desc sentences", descs)):
+            cpu, wall, nodes, edges = time_decoding(decoders[kind], sentences)
+            lengths = [len(s) for s in sentences]
+            rows.append(f"| {kind}, {name} | {len(sentences)} | {statistics.median(lengths):.0f} | "
+                        f"{statistics.median(cpu):.3f} / {percentile(cpu, 0.9):.3f} | "
+                        f"{statistics.median(wall):.3f} / {percentile(wall, 0.9):.3f} | "
+                        f"{statistics.median(nodes):.0f} / {percentile(nodes, 0.9)} | "
+                        f"{statistics.median(edges):.0f} / {percentile(edges, 0.9)} |")
+            print(rows[-1], file=sys.stderr)
+
     references = [preprocess(line, "en") for line in ref_lines]
-    tokenize = preprocessor("de", args.model)
-    table = LexicalTable.load(args.model / "lex.e_given_f.npz")
-
-    def word_by_word(sentence):
-        out = []
-        for token in tokenize(sentence):
-            options = table.translations(token)
-            out.append(max(options, key=lambda e: (options[e], e)) if options else token)
-        return out
-
     bleu_rows = []
     if "wbw" in systems:
-        bleu = corpus_bleu(translate_lines(word_by_word, src_lines), references)
-        bleu_rows.append(f"| (a) word by word, top p(e\\|f) | {bleu:.2f} | - |")
+        table = LexicalTable.load(args.model / "lex.e_given_f.npz")
+        hypotheses = []
+        for line in bleu_sentences:
+            words = []
+            for tokens in line:
+                for token in tokens:
+                    options = table.translations(token)
+                    words.append(max(options, key=lambda e: (options[e], e)) if options else token)
+            hypotheses.append(words)
+        bleu_rows.append(f"| (a) word by word, top p(e\\|f) | {corpus_bleu(hypotheses, references):.2f} | - |")
     for kind in [k for k in ("flat", "hiero") if k in systems]:
-        translator = translators[kind]
-        decoder = translator.decoder
-
-        def one_best(sentence, decoder=decoder, translator=translator):
-            tokens = translator.tokenize(sentence)
-            return list(decoder.translate(tokens)[0].words) if tokens else []
-
-        started = time.time()
-        hypotheses = translate_lines(one_best, src_lines)
-        seconds = time.time() - started
+        decoder = decoders[kind]
+        started = time.process_time()
+        hypotheses = [[w for tokens in line for w in decoder.translate(tokens)[0].words] for line in bleu_sentences]
+        seconds = time.process_time() - started
         label = "(b) flat grammar" if kind == "flat" else "(c) hiero grammar"
-        bleu_rows.append(f"| {label}, tuned ({tuning[kind]}) | {corpus_bleu(hypotheses, references):.2f} | {seconds:.0f} s |")
+        bleu_rows.append(f"| {label} | {corpus_bleu(hypotheses, references):.2f} | {seconds:.0f} s |")
+        print(bleu_rows[-1], file=sys.stderr)
 
-    weights = {kind: read_weights(args.model / f"weights.{kind}") for kind in kinds
-               if (args.model / f"weights.{kind}").is_file()}
-    for kind, translator in translators.items():
-        print(f"- {kind}: {sources[kind]} source sides, loaded (with the LM of order "
-              f"{translator.decoder.lm.context + 1}) in {load_seconds[kind]:.0f} s")
+    print("\n".join(notes))
     print(f"\nPop limit {args.pop_limit}, max span 10; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.\n")
-    print("| queries | sentences | median words | CPU s median / p90 | wall s median / p90 | "
-          "nodes median / p90 | edges median / p90 |")
-    print("|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    print(f"\nBLEU on the first {len(src_lines)} lines of bitext.dev (sentence by sentence):\n")
-    print("| system | BLEU | decoding time |")
-    print("|---|---|---|")
-    print("\n".join(bleu_rows))
-    print("\nTuned weights:\n")
-    for kind, w in weights.items():
-        print(f"- {kind}: `{json.dumps({k: round(v, 3) for k, v in sorted(w.items())})}`")
+    if rows:
+        print("| queries | sentences | median words | CPU s median / p90 | wall s median / p90 | "
+              "nodes median / p90 | edges median / p90 |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(rows))
+    if bleu_rows:
+        print(f"\nBLEU on the first {len(src_lines)} lines of bitext.dev (sentence by sentence):\n")
+        print("| system | BLEU | decoding CPU time |")
+        print("|---|---|---|")
+        print("\n".join(bleu_rows))
+    print("\nWeights:\n")
+    for kind, decoder in decoders.items():
+        changed = {k: round(v, 3) for k, v in sorted(decoder.weights.items())}
+        print(f"- {kind}: `{json.dumps(changed)}`" + (" (defaults)" if decoder.weights == DEFAULT_WEIGHTS else ""))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,20 @@
-"""PSQ on manclir-de: tuning on train, quality on dev, latency against Lucene BM25.
+"""PSQ on manclir-de: tuning on train, quality on dev, identity with Lucene, latency against Lucene BM25.
 
 Usage:
-  .venv/bin/python benchmarks/psq.py tune     # grid on train (MAP), writes runs/psq.<variant>.<field>.params.json
-  .venv/bin/python benchmarks/psq.py report   # dev runs of the tuned settings, table with floor/ceiling/DT
-  .venv/bin/python benchmarks/psq.py latency  # PSQ vs a weighted Lucene BooleanQuery, same expanded terms
+  .venv/bin/python benchmarks/psq.py tune [--variants ...]  # search on train (MAP), writes runs/psq.<variant>.<field>.params.json
+  .venv/bin/python benchmarks/psq.py report    # dev runs of the tuned settings, table with floor/ceiling/DT, p-values
+  .venv/bin/python benchmarks/psq.py identity  # identity table vs Lucene BM25 on every dev title and desc
+  .venv/bin/python benchmarks/psq.py latency   # PSQ vs a weighted Lucene BooleanQuery, same expanded terms
 
-Variants are the PSQ distributions the model folder supports: ``token`` (Pr_token) always;
-``grammar``, ``nbest`` (one per alignment heuristic) and ``interp`` when the folder has a
-grammar and an LM. The grid (λ, p_L, p_C, stopwords) is searched on the train split only;
-the dev split is only reported.
+Variants: ``token`` (Pr_token), and with a grammar and an LM in the model folder
+``grammar.<h>`` (Pr_grammar), ``nbest.<h>`` (Pr_nbest) and ``interp.<h>`` (their interpolation
+with Pr_token) for each alignment heuristic ``h``. ``token`` searches the full grid
+p_L x p_C x stopwords; the others a coordinate search (one axis at a time, the others at their
+best so far): ``grammar``/``nbest`` start from the token setting of the field and move
+(``nbest`` only: the derivation score scale, then) p_L, p_C, stopwords; ``interp`` starts from the ``nbest`` setting of the same heuristic and moves
+λ over the simplex in steps of 1/4, then p_L and p_C. Only the train split is searched; dev is
+only reported. Pr_nbest needs the n-best lists of the train and dev topics, which are read
+from the model's translation cache (decode them first with ``clirplug translate --nbest 10``).
 """
 
 import argparse
@@ -17,6 +23,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from clirplug.eval.measures import evaluate
@@ -24,54 +31,98 @@ from clirplug.eval.significance import randomization_test
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import read_run, write_run
 from clirplug.io.topics import read_topics
-from clirplug.qt.psq import PsqScorer, psq_queries, psq_search
-from clirplug.qt.psq_tables import HEURISTICS, PsqBuilder, PsqSettings
+from clirplug.qt.psq import PsqScorer, builder_from_args, psq_queries, psq_search
+from clirplug.qt.psq_tables import COMPONENTS, HEURISTICS, PsqBuilder, PsqSettings
 
 MEASURES = ["MAP", "nDCG@10", "PRES@100", "R@100"]
 FIELDS = ("title", "desc")
 P_LOWER = (0.0, 0.01, 0.05, 0.1, 0.2)
-P_CUMULATIVE = (0.9, 0.95)
+P_CUMULATIVE = (0.9, 0.95, 1.0)
 STOP = ("none", "small", "large")
-INTERPOLATIONS = ((0.2, 0.4, 0.4), (1 / 3, 1 / 3, 1 / 3), (0.5, 0.25, 0.25), (0.0, 0.5, 0.5), (0.2, 0.0, 0.8),
-                  (0.2, 0.8, 0.0))
+SCALES = (0.5, 1.0, 2.0, 4.0)
+LAMBDAS = tuple(lam for lam in itertools.product((0, 0.25, 0.5, 0.75, 1), repeat=3) if sum(lam) == 1)
 
 
 class Args:
-    """The attributes ``psq_run`` reads, for in-process runs."""
+    """The attributes ``builder_from_args`` and ``psq_queries`` read, for in-process runs."""
 
-    def __init__(self, model, field, kind="hiero", src_lang="de"):
+    def __init__(self, model, field, kind="flat", src_lang="de"):
         self.table, self.model, self.field, self.kind, self.src_lang = None, model, field, kind, src_lang
 
 
-def variants(model: Path) -> dict[str, list[dict]]:
-    """``variant -> [settings overrides]`` the model folder supports."""
-    out = {"token": [{"weights": {"token": 1.0, "grammar": 0.0, "nbest": 0.0}}]}
-    if (model / "grammar.hiero.gz").is_file() and (model / "lm.arpa").is_file():
-        for heuristic in HEURISTICS:
-            out[f"grammar.{heuristic}"] = [{"weights": {"token": 0.0, "grammar": 1.0, "nbest": 0.0},
-                                            "heuristic": heuristic}]
-            out[f"nbest.{heuristic}"] = [{"weights": {"token": 0.0, "grammar": 0.0, "nbest": 1.0},
-                                          "heuristic": heuristic}]
-            out[f"interp.{heuristic}"] = [{"weights": dict(zip(("token", "grammar", "nbest"), lam)),
-                                           "heuristic": heuristic} for lam in INTERPOLATIONS]
+def variants(model: Path, kind: str) -> list[str]:
+    """The variants the model folder supports, in tuning order."""
+    out = ["token"]
+    if (model / f"grammar.{kind}.gz").is_file() and (model / "lm.arpa").is_file():
+        for component in ("grammar", "nbest", "interp"):
+            out.extend(f"{component}.{h}" for h in HEURISTICS)
     return out
 
 
-def builder_for(model: Path, settings: PsqSettings, cache: dict):
-    """A PsqBuilder sharing the loaded model parts across settings."""
-    from clirplug.qt.psq import builder_from_args
+class Builders:
+    """PsqBuilders for any settings, sharing the loaded model parts and the per-sentence tables.
 
-    key = tuple(sorted(k for k, w in settings.weights.items() if w > 0))
-    if key not in cache:
-        cache[key] = builder_from_args(Args(model, "title"), settings)
-    builder, tokenize = cache[key]
-    return PsqBuilder(settings, builder.token, builder.grammar, builder.translate), tokenize
+    The grammar is read once per field, restricted to the words of that field in ``topics``.
+    """
+
+    def __init__(self, model: Path, kind: str, topics):
+        self.model, self.kind, self.topics = model, kind, topics
+        self.loaded: dict = {}
+        self.memo: dict = {}
+
+    def __call__(self, settings: PsqSettings, field: str):
+        every = PsqSettings(weights={c: 1.0 for c in COMPONENTS})  # load all parts once
+        key = field if any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
+        if key not in self.loaded:
+            needed = every if key == field else PsqSettings()
+            self.loaded[key] = builder_from_args(Args(self.model, field, self.kind), needed, self.topics)
+        builder, tokenize = self.loaded[key]
+        return PsqBuilder(settings, builder.token, builder.grammar, builder.translate, self.memo), tokenize
 
 
-def run_settings(scorer, topics, model, field, settings, cache):
-    builder, tokenize = builder_for(model, settings, cache)
-    queries = psq_queries(Args(model, field), topics, builder, tokenize)
+def run_settings(scorer, topics, builders, field, settings):
+    builder, tokenize = builders(settings, field)
+    queries = psq_queries(Args(builders.model, field, builders.kind), topics, builder, tokenize)
     return psq_search(scorer, queries, hits=1000, progress=False)
+
+
+def start_point(variant: str, field: str) -> PsqSettings:
+    """Where the coordinate search of ``variant`` starts (see the module docstring)."""
+    component, _, heuristic = variant.partition(".")
+    if component == "interp":
+        return PsqSettings.parse(json.loads(Path(f"runs/psq.nbest.{heuristic}.{field}.params.json").read_text())["psq"])
+    token = PsqSettings.parse(json.loads(Path(f"runs/psq.token.{field}.params.json").read_text())["psq"])
+    return replace(token, weights={c: float(c == component) for c in COMPONENTS}, heuristic=heuristic)
+
+
+def axes(variant: str, lambdas=LAMBDAS, lambda_only=False):
+    """``[(attribute, values)]`` searched one after the other."""
+    component = variant.partition(".")[0]
+    thresholds = [("p_lower", P_LOWER), ("p_cumulative", P_CUMULATIVE)]
+    if component == "interp":
+        return [("weights", [dict(zip(COMPONENTS, lam)) for lam in lambdas])] + ([] if lambda_only else thresholds)
+    return ([("scale", SCALES)] if component == "nbest" else []) + thresholds + [("stopwords", STOP)]
+
+
+def search(variant, field, scorer, topics, qrels, builders, lambdas=LAMBDAS, lambda_only=False) -> dict[str, float]:
+    """Train MAP of every setting the search of ``variant`` evaluates, by ``--psq`` string."""
+    results: dict[str, float] = {}
+
+    def measure(settings):
+        spec = settings.spec()
+        if spec not in results:
+            run = run_settings(scorer, topics, builders, field, settings)
+            results[spec] = float(evaluate(qrels, {"r": run}, ["MAP"])["value"].iloc[0])
+        return results[spec]
+
+    if variant == "token":
+        for p_lower, p_cumulative, stop in itertools.product(P_LOWER, P_CUMULATIVE, STOP):
+            measure(PsqSettings(p_lower=p_lower, p_cumulative=p_cumulative, stopwords=stop))
+    else:
+        best = start_point(variant, field)
+        for attribute, values in axes(variant, lambdas, lambda_only):  # max keeps the first of tied settings: the current point
+            best = max([best] + [replace(best, **{attribute: v}) for v in values], key=measure)
+    return results
 
 
 def tune(args):
@@ -79,27 +130,27 @@ def tune(args):
     topics = read_topics(collection / "topics.train.jsonl")
     qrels = read_qrels(collection / "qrels.train.txt")
     scorer = PsqScorer(args.index)
-    cache: dict = {}
-    for variant, overrides in variants(model).items():
-        for field in FIELDS:
-            results = []
-            grid = list(itertools.product(overrides, P_LOWER, P_CUMULATIVE, STOP))
+    builders = Builders(model, args.kind, topics + read_topics(collection / "topics.dev.jsonl"))
+    for variant in args.variants or variants(model, args.kind):
+        for field in args.fields:
             start = time.time()
-            for override, p_lower, p_cumulative, stop in grid:
-                settings = PsqSettings(**{**override, "p_lower": p_lower, "p_cumulative": p_cumulative,
-                                          "stopwords": stop})
-                run = run_settings(scorer, topics, model, field, settings, cache)
-                value = float(evaluate(qrels, {"r": run}, ["MAP"])["value"].iloc[0])
-                results.append((value, settings.spec()))
-            results.sort(key=lambda item: (-item[0], item[1]))
-            best_map, best_spec = results[0]
-            record = {"variant": variant, "field": field, "split": "train", "measure": "MAP",
-                      "train_map": round(best_map, 4), "psq": best_spec, "grid_size": len(grid),
+            lambdas = [tuple(map(float, lam.split(":"))) for lam in args.lambdas] if args.lambdas else LAMBDAS
+            results = search(variant, field, scorer, topics, qrels, builders, lambdas, args.lambda_only)
+            ranked = sorted(results.items(), key=lambda item: (-item[1], item[0]))
+            best_spec, best_map = ranked[0]
+            record = {"variant": variant, "field": field, "split": "train", "measure": "MAP", "kind": args.kind,
+                      "train_map": round(best_map, 4), "psq": best_spec, "evaluated": len(results),
                       "k1": scorer.k1, "b": scorer.b, "seconds": round(time.time() - start, 1),
-                      "top5": [{"map": round(v, 4), "psq": s} for v, s in results[:5]]}
+                      "top5": [{"map": round(v, 4), "psq": s} for s, v in ranked[:5]]}
             path = Path("runs") / f"psq.{variant}.{field}.params.json"
             path.write_text(json.dumps(record, indent=1) + "\n")
-            print(f"| {variant} | {field} | {best_map:.4f} | `{best_spec}` | {len(grid)} |", flush=True)
+            print(f"| {variant} | {field} | {best_map:.4f} | `{best_spec}` | {len(results)} |", flush=True)
+
+
+def best_variant(field: str) -> dict:
+    """The tuned record with the highest train MAP for ``field`` (the PSQ configuration chosen on train)."""
+    records = [json.loads(p.read_text()) for p in sorted(Path("runs").glob(f"psq.*.{field}.params.json"))]
+    return max(records, key=lambda r: (r["train_map"], r["variant"] == "token"))
 
 
 def p_values(per_query, name, baseline) -> str:
@@ -118,21 +169,21 @@ def report(args):
     topics = read_topics(collection / "topics.dev.jsonl")
     qrels = read_qrels(collection / "qrels.dev.txt")
     scorer = PsqScorer(args.index)
-    cache: dict = {}
+    builders = Builders(model, args.kind, topics)
     rows = []
-    for field in FIELDS:
-        runs = {"floor": read_run(f"runs/manclir-de.dev.floor.{field}.trec"),
-                "ceiling": read_run("runs/manclir-de.dev.ceiling.title.trec")}
-        dt_path = Path(args.dt.format(field=field))
-        if dt_path.is_file():
-            runs["DT"] = read_run(dt_path)
+    for field in args.fields:
+        runs = {"floor": read_run(f"runs/manclir-de.dev.floor.{field}.trec")}
+        for name in ("dt-flat", "dt-hiero"):
+            path = Path(f"runs/manclir-de.dev.{name}.{field}.trec")
+            if path.is_file():
+                runs[f"DT {name[3:]}"] = read_run(path)
+        chosen = best_variant(field)["variant"]
         for params in sorted(Path("runs").glob(f"psq.*.{field}.params.json")):
             record = json.loads(params.read_text())
-            settings = PsqSettings.parse(record["psq"])
-            run = run_settings(scorer, topics, model, field, settings, cache)
-            name = f"PSQ {record['variant']}"
+            run = run_settings(scorer, topics, builders, field, PsqSettings.parse(record["psq"]))
             write_run(run, f"runs/manclir-de.dev.psq.{record['variant']}.{field}.trec", tag=f"psq.{record['variant']}")
-            runs[name] = run
+            runs[f"PSQ {record['variant']}" + (" (best on train)" if record["variant"] == chosen else "")] = run
+        runs["ceiling"] = read_run("runs/manclir-de.dev.ceiling.title.trec")
         table = evaluate(qrels, runs, MEASURES, per_query=True)
         per_query = table[table["qid"] != "all"]
         means = table[table["qid"] == "all"].pivot(index="run", columns="measure", values="value")
@@ -140,15 +191,40 @@ def report(args):
         for name in runs:
             values = " | ".join(f"{means.loc[name, m]:.4f}" for m in MEASURES)
             share = means.loc[name, "MAP"] / ceiling_map
-            p_dt, p_floor = p_values(per_query, name, "DT"), p_values(per_query, name, "floor")
+            p_dt, p_floor = p_values(per_query, name, "DT flat"), p_values(per_query, name, "floor")
             rows.append(f"| {field} | {name} | {values} | {share:.0%} | {p_dt} | {p_floor} |")
     names = " / ".join(MEASURES)
-    print(f"| field | run | {' | '.join(MEASURES)} | MAP / ceiling | p vs DT ({names}) | p vs floor ({names}) |")
+    print(f"| field | run | {' | '.join(MEASURES)} | MAP / ceiling | p vs DT flat ({names}) | p vs floor ({names}) |")
     print("|---|---|" + "---|" * len(MEASURES) + "---|---|---|")
     print("\n".join(rows))
 
 
+def identity(args):
+    """Identity table vs Lucene BM25 on every dev title and desc: same ranking, scores within 1e-4."""
+    import numpy as np
+
+    from clirplug.lucene.search import Bm25Searcher, anserini_score_ties
+
+    scorer, searcher = PsqScorer(args.index), Bm25Searcher(args.index)
+    topics = read_topics(Path(args.collection) / "topics.dev.jsonl")
+    print("| field | queries | same top-1000 docids in order | max score difference |")
+    print("|---|---|---|---|")
+    for field in FIELDS:
+        same, worst = 0, 0.0
+        for topic in topics:
+            text = getattr(topic, field)
+            ours = scorer.top(*scorer.score([{((t, 0),): 1.0} for t in scorer.index.analyze(text)]), 1000)
+            lucene = searcher.search(text, 1000)
+            adjusted = anserini_score_ties(np.array([s for _, s in ours], dtype=np.float32))
+            same += [d for d, _ in ours] == [d for d, _ in lucene]
+            if len(ours) == len(lucene) and ours:
+                worst = max(worst, float(np.abs(adjusted - np.array([s for _, s in lucene])).max()))
+        print(f"| {field} | {len(topics)} | {same} | {worst:.2e} |", flush=True)
+    searcher.close()
+
+
 def boolean_query(expressions, weights):
+
     """Lucene BooleanQuery of SHOULD clauses ``BoostQuery(TermQuery|PhraseQuery, weight)``."""
     from clirplug.lucene._jvm import jclass
     from clirplug.lucene.reader import FIELD
@@ -186,8 +262,8 @@ def latency(args):
         searcher = Bm25Searcher(index)
         for field in FIELDS:
             record = json.loads((Path("runs") / f"psq.token.{field}.params.json").read_text())
-            builder, tokenize = builder_for(model, PsqSettings.parse(record["psq"]), {})
-            queries = psq_queries(Args(model, field), topics, builder, tokenize)
+            builder, tokenize = Builders(model, args.kind, topics)(PsqSettings.parse(record["psq"]), field)
+            queries = psq_queries(Args(model, field, args.kind), topics, builder, tokenize)
             psq_ms, lucene_ms, sizes = [], [], []
             for dists in queries.values():
                 query = scorer.expressions(dists)
@@ -213,15 +289,19 @@ def latency(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tune", "report", "latency"])
+    parser.add_argument("what", choices=["tune", "report", "identity", "latency"])
     parser.add_argument("--collection", default="../shared/data/manclir-de")
     parser.add_argument("--index", default="indexes/manclir-de")
     parser.add_argument("--indexes", nargs="+", default=["indexes/manclir-de", "indexes/manclir-large"],
                         help="indexes for the latency comparison")
     parser.add_argument("--model", default="models/manclir-de")
-    parser.add_argument("--dt", default="runs/manclir-de.dev.dt.{field}.trec", help="DT dev run, {field} = title/desc")
+    parser.add_argument("--kind", default="flat", choices=("flat", "hiero"), help="grammar of Pr_grammar and Pr_nbest")
+    parser.add_argument("--variants", nargs="+", help="variants to tune (default: all the model supports)")
+    parser.add_argument("--fields", nargs="+", default=list(FIELDS), choices=FIELDS)
+    parser.add_argument("--lambdas", nargs="+", metavar="T:G:N", help="interp: the λ grid (default: simplex, step 1/4)")
+    parser.add_argument("--lambda-only", action="store_true", help="interp: search λ only (p_L, p_C of the nbest start)")
     args = parser.parse_args()
-    {"tune": tune, "report": report, "latency": latency}[args.what](args)
+    {"tune": tune, "report": report, "identity": identity, "latency": latency}[args.what](args)
     return 0
 
 

@@ -8,10 +8,11 @@ SEARCH_METHODS = {
     "bm25": "clirplug.cli.search:bm25_run",
     "psq": "clirplug.qt.psq:psq_run",
     "dt": "clirplug.qt.dt:dt_run",
+    "dt-mira": "clirplug.rerank.mira:search_run",
     "boost": "clirplug.rerank.boosting:search_run",
 }
 # Methods that score the documents of a Lucene index (boost reads the corpus itself).
-NEEDS_INDEX = {"bm25", "psq", "dt"}
+NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira"}
 
 
 def add_arguments(parser):
@@ -31,14 +32,15 @@ def add_arguments(parser):
                      help="e.g. 'lambda=0.4:0.3:0.3,pL=0.01,pC=0.95,heuristic=one-to-many,stop=large,nbest=10' "
                           "(lambda = token:grammar:nbest weights; default: Pr_token only, no thresholds)")
     psq.add_argument("--src-lang", default="de", help="query language, for tokenization (default: de)")
-    model = parser.add_argument_group("translation model (dt, psq, boost)")
+    model = parser.add_argument_group("translation model (dt, dt-mira, psq, boost)")
     model.add_argument("--model", metavar="PATH",
                        help="model folder trained by `clirplug train` (dt, psq; see docs/models.md), "
                             "or a boosting model file from `clirplug train boost` (boost)")
     model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
-    dt = parser.add_argument_group("direct translation (dt)")
+    dt = parser.add_argument_group("direct translation (dt, dt-mira)")
     dt.add_argument("--stopwords", metavar="FILE",
                     help="target-language stopword list (one word a line) removed from the 1-best before search")
+    dt.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from `clirplug train mira`")
     boost = parser.add_argument_group("boosting (boost)")
     boost.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents, scored through n-gram postings")
 

@@ -12,6 +12,7 @@ TRAIN_COMMANDS: dict[str, str] = {
     "weights": "clirplug.cli.train_weights",
     "boost": "clirplug.cli.train_boost",
     "bowfd": "clirplug.cli.train_bowfd",
+    "mira": "clirplug.cli.train_mira",
 }
 
 

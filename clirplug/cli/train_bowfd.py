@@ -14,8 +14,10 @@ def add_arguments(parser):
     parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="query field (default: title)")
     parser.add_argument("--output", required=True, metavar="FILE", help="weights file to write (readable text)")
     parser.add_argument("--v", type=float, default=None, help="fixed IR default weight (no grid search)")
-    parser.add_argument("--v-grid", type=float, nargs="+", default=[0.0, 0.4, 0.8, 1.2, 1.6, 2.0, 2.4, 3.0], metavar="V",
-                        help="v values tried on the held-out topics (default: 0 .4 .8 1.2 1.6 2 2.4 3, the paper's [0, 3])")
+    parser.add_argument("--v-grid", type=float, nargs="+", metavar="V",
+                        default=[0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2],
+                        help="v values tried on the held-out topics (default: 0.025 to 3.2; the paper's range is [0, 3], "
+                             "tuned decoder weights with small norms call for small v)")
     parser.add_argument("--no-ltr", action="store_true", help="stop after choosing v (BOW-FD without LTR)")
     parser.add_argument("--lex", action="store_true", help="add the LEX sparse alignment/insertion/deletion features")
     parser.add_argument("--train-smt", action="store_true", help="also train the SMT weights (the paper freezes them)")
@@ -84,6 +86,7 @@ def run(args):
     rng = np.random.default_rng(args.seed)
     if args.max_topics and args.max_topics < len(topics):
         topics = [topics[i] for i in sorted(rng.choice(len(topics), args.max_topics, replace=False))]
+    translator.restrict_texts([topic_field(t, args.field) for t in topics], split=args.field != "title")
     held_ids = set()
     if args.holdout > 0:
         count = max(1, round(args.holdout * len(topics)))

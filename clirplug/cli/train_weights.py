@@ -10,7 +10,7 @@ def add_arguments(parser):
     parser.add_argument("--tgt", required=True, help="tuning reference text, line-aligned with --src")
     parser.add_argument("--lines", type=int, default=300, help="use the first N non-empty pairs (default: 300)")
     parser.add_argument("--max-words", type=int, default=40, help="skip longer source sentences (default: 40)")
-    parser.add_argument("--nbest", type=int, default=100, help="n-best list size (default: 100)")
+    parser.add_argument("--nbest", type=int, default=100, help="distinct translations per sentence (default: 100)")
     parser.add_argument("--iterations", type=int, default=8, help="PRO iterations (default: 8)")
     parser.add_argument("--pop-limit", type=int, default=200, help="cube pruning pops per cell (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="pair sampling seed (default: 0)")
@@ -42,16 +42,20 @@ def run(args):
 
     def decode(weights):
         decoder.set_weights(weights)
-        return [decoder.translate(tokens, args.nbest)
+        return [decoder.translate(tokens, args.nbest, unique=True)
                 for tokens in tqdm(sources, desc="decode", unit="sentence", file=sys.stderr, leave=False)]
 
-    best, history = pro(decode, references, DEFAULT_WEIGHTS, iterations=args.iterations, seed=args.seed,
-                        log=lambda message: print(message, file=sys.stderr))
     output = Path(args.output) if args.output else Path(args.model) / f"weights.{args.kind}"
-    bleu = max(h["bleu"] for h in history)
-    write_weights(best, output, f"PRO (Hopkins & May 2011) on {len(sources)} sentences of {args.src}: "
-                                f"tuning BLEU {bleu:.2f}, seed {args.seed}, pop limit {args.pop_limit}")
-    print(f"wrote {output} (tuning BLEU {bleu:.2f})", file=sys.stderr)
+
+    def save(best, history):
+        bleu = max(h["bleu"] for h in history)
+        write_weights(best, output, f"PRO (Hopkins & May 2011) on {len(sources)} sentences of {args.src}: "
+                                    f"tuning BLEU {bleu:.2f} after {len(history)} decoding passes, seed {args.seed}, "
+                                    f"pop limit {args.pop_limit}, unique {args.nbest}-best")
+
+    _, history = pro(decode, references, DEFAULT_WEIGHTS, iterations=args.iterations, seed=args.seed,
+                        log=lambda message: print(message, file=sys.stderr), checkpoint=save)
+    print(f"wrote {output} (tuning BLEU {max(h['bleu'] for h in history):.2f})", file=sys.stderr)
 
 
 def read_tuning_set(src_path, tgt_path, tokenize_src, tokenize_tgt, lines: int, max_words: int):

@@ -481,11 +481,14 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     s = stage.settings
     settings = PsqSettings.parse(s["psq"])
     args = argparse.Namespace(table=None, model=s["model"], kind=s["kind"], src_lang=s["lang"], field=stage.run["field"])
-    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}", lambda: builder_from_args(args, settings))
+    topics = read_topics(stage.inputs[0])
+    # grammar and decoder restricted to these topics' words (the builder is kept per topic file)
+    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}|{stage.inputs[0]}|{args.field}",
+                                lambda: builder_from_args(args, settings, topics))
     scorer = ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
                      lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
     rows, latencies = [], {}
-    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
+    for topic in tqdm(topics, desc=stage.name, unit=" queries", disable=not ctx.progress,
                       file=sys.stderr, leave=False):
         start = time.perf_counter()
         dists = psq_queries(args, [topic], builder, tokenize)[topic.id]

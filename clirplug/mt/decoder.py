@@ -47,10 +47,11 @@ from clirplug.mt.features import (
 )
 from clirplug.mt.grammar import Rule, is_nonterminal, nt_index, read_grammar
 from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
-from clirplug.mt.kbest import kbest
+from clirplug.mt.kbest import kbest, unique_kbest
 
 DEFAULT_POP_LIMIT = 200  # cdec's default cube pruning pop limit (-k 200)
 DEFAULT_MAX_SPAN = 10  # cdec's default maximum span of a rule with nonterminals
+UNIQUE_FACTOR = 20  # a unique n-best list reads at most this many derivations per entry
 
 GLUE_TOP = Rule("S", ("[X,1]",), ("[X,1]",))
 GLUE_LEFT = Rule("S", ("[S,1]", "[X,2]"), ("[S,1]", "[X,2]"), ((GLUE, 1.0),))
@@ -68,16 +69,30 @@ class Translation(NamedTuple):
 
 
 class _Compiled:
-    """A rule prepared for decoding under fixed weights."""
+    """A rule prepared for decoding under fixed weights.
 
-    __slots__ = ("alone", "features", "links", "priority", "rule", "static", "template")
+    ``segments`` is the target template with consecutive terminals grouped into word tuples
+    (tail indices stay ints); ``head`` is the LM combination of a leading word tuple, made on
+    first use (the whole combination for a rule without nonterminals).
+    """
+
+    __slots__ = ("features", "head", "links", "priority", "rest", "rule", "segments", "static", "template")
 
     def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _LanguageModel):
         self.rule = rule
         template: list[str | int] = []
+        segments: list = []
         for token in rule.tgt:
-            template.append(nt_index(token) - 1 if is_nonterminal(token) else token)
-        self.template = tuple(template)
+            if is_nonterminal(token):
+                template.append(nt_index(token) - 1)
+                segments.append(template[-1])
+            else:
+                template.append(token)
+                if segments and segments[-1].__class__ is tuple:
+                    segments[-1] += (token,)
+                else:
+                    segments.append((token,))
+        self.template, self.segments, self.rest = tuple(template), tuple(segments), tuple(segments[1:])
         words = [t for t in template if isinstance(t, str)]
         features = rule.feature_dict()
         if words:
@@ -87,20 +102,27 @@ class _Compiled:
         self.priority = self.static + weights.get(LANGUAGE_MODEL, 0.0) * lm.estimate(words)
         src_terminal = [not is_nonterminal(t) for t in rule.src]
         self.links = tuple((s, t) for s, t in rule.alignment if src_terminal[s] and isinstance(template[t], str))
-        self.alone = None  # the LM combination of a rule without nonterminals, made on first use
+        self.head = None
 
 
 class _Hypothesis:
-    """A +LM chart item: its forest node, Viterbi inside score and LM state."""
+    """A +LM chart item: its forest node, Viterbi inside score and LM state (``estimate`` is
+    the null-context score of its ``pending`` words)."""
 
-    __slots__ = ("full", "node", "pending", "score", "state")
+    __slots__ = ("estimate", "full", "node", "pending", "score", "state")
 
-    def __init__(self, node, score, pending, state, full):
+    def __init__(self, node, score, pending, state, full, estimate):
         self.node, self.score, self.pending, self.state, self.full = node, score, pending, state, full
+        self.estimate = estimate
 
 
 class _LanguageModel:
-    """kenlm scoring with Chiang's (2007, §5.3) split of a yield into pending and scored words."""
+    """kenlm scoring with Chiang's (2007, §5.3) split of a yield into pending and scored words.
+
+    Word scores are memoised by ``(state, word)`` (kenlm states compare by value) for the
+    current sentence: cube pruning rescores the same boundary words in the same contexts many
+    times (about 30 calls per distinct pair on manclir-de titles).
+    """
 
     def __init__(self, model):
         import kenlm
@@ -108,6 +130,7 @@ class _LanguageModel:
         self.model = model
         self.new_state = kenlm.State
         self.context = model.order - 1 if model is not None else 0
+        self.memo: dict = {}
         if model is not None:
             self.null, self.bos = kenlm.State(), kenlm.State()
             model.NullContextWrite(self.null)
@@ -119,31 +142,72 @@ class _LanguageModel:
             return 0.0
         return self.model.score(" ".join(words), bos=False, eos=False)
 
-    def combine(self, template, tails):
-        """``(increment, pending words, right state, full, estimate)`` of applying ``template``."""
+    def _score(self, state, word):
+        """``(log10 p(word | state), next state)``, memoised."""
+        out = self.new_state()
+        hit = self.memo[(state, word)] = (self.model.BaseScore(state, word, out), out)
+        return hit
+
+    def combine(self, rule: _Compiled, tails):
+        """``(increment, pending words, right state, full, estimate)`` of applying ``rule``.
+
+        The template's words are scored left to right from the null context, a tail's pending
+        words in their new context and a full tail then restoring its own right state; while
+        fewer than ``context`` words precede a word it stays pending (its score goes to the
+        estimate), later words go to the increment. A leading tail contributes its pending
+        words, estimate and state as they are, and a leading word tuple is scored once per
+        rule: the results are equal, float for float, to the plain word by word loop.
+        """
         if self.model is None:
             return 0.0, (), None, True, 0.0
-        score, new_state, context = self.model.BaseScore, self.new_state, self.context
-        state, count, increment, estimate, pending = self.null, 0, 0.0, 0.0, []
-        for item in template:
-            if item.__class__ is str:
-                words, tail = (item,), None
-            else:
-                tail = tails[item]
+        memo, context = self.memo, self.context
+        first = rule.segments[0]
+        if first.__class__ is int:
+            tail = tails[first]
+            pending, estimate, state = tail.pending, tail.estimate, tail.state
+            count, increment = len(pending), 0.0
+        else:
+            if rule.head is None:
+                rule.head = self._lead(first)
+            if not rule.rest:
+                return rule.head
+            increment, pending, state, _, estimate = rule.head
+            count = len(first)
+        for segment in rule.rest:
+            if segment.__class__ is int:
+                tail = tails[segment]
+                if count >= context:  # every word is scored in full context
+                    for word in tail.pending:
+                        p, state = memo.get((state, word)) or self._score(state, word)
+                        increment += p
+                    if tail.full:
+                        state = tail.state
+                    continue
                 words = tail.pending
+            else:
+                tail, words = None, segment
             for word in words:
-                out = new_state()
-                p = score(state, word, out)
-                state = out
+                p, state = memo.get((state, word)) or self._score(state, word)
                 if count < context:
-                    pending.append(word)
+                    pending += (word,)
                     estimate += p
                 else:
                     increment += p
                 count += 1
             if tail is not None and tail.full:
                 state = tail.state
-        return increment, tuple(pending), state, count >= context, estimate
+        return increment, pending, state, count >= context, estimate
+
+    def _lead(self, words):
+        """``combine``'s values after ``words`` from the null context."""
+        state, increment, estimate = self.null, 0.0, 0.0
+        for count, word in enumerate(words):
+            p, state = self.memo.get((state, word)) or self._score(state, word)
+            if count < self.context:
+                estimate += p
+            else:
+                increment += p
+        return increment, words[: self.context], state, len(words) >= self.context, estimate
 
     def finish(self, hypothesis: _Hypothesis) -> float:
         """The LM increment of closing ``hypothesis`` with ``<s>`` and ``</s>``."""
@@ -223,8 +287,17 @@ class Decoder:
         self.weights = {**DEFAULT_WEIGHTS, **weights}
         self._compiled: dict[tuple[str, ...], list[_Compiled]] = {}
         self._tail_order: dict[tuple[str, ...], tuple[int, ...]] = {}
+        self._copies: dict[str, _Compiled] = {}
         self._glue_top = [_Compiled(GLUE_TOP, self.weights, self.lm)]
         self._glue_left = [_Compiled(GLUE_LEFT, self.weights, self.lm)]
+
+    def _pass_through(self, word: str) -> _Compiled:
+        """The compiled rule ``X -> <word, word>`` that copies an unknown word."""
+        compiled = self._copies.get(word)
+        if compiled is None:
+            rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
+            compiled = self._copies[word] = _Compiled(rule, self.weights, self.lm)
+        return compiled
 
     def _rules_for(self, src):
         compiled = self._compiled.get(src)
@@ -275,6 +348,7 @@ class Decoder:
         tokens = list(tokens)
         n = len(tokens)
         builder = HypergraphBuilder()
+        self.lm.memo.clear()
         applications = self._applications(tokens)
         cells: dict[tuple[str, int, int], list[_Hypothesis]] = {}
         for length in range(1, n + 1):
@@ -288,9 +362,7 @@ class Decoder:
                     if all(tails):
                         groups.append((compiled, tails, elements))
                 if length == 1 and not groups:  # an unknown word: copy it
-                    word = tokens[i]
-                    rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
-                    groups.append(([_Compiled(rule, self.weights, self.lm)], (), (i,)))
+                    groups.append(([self._pass_through(tokens[i])], (), (i,)))
                 if groups:
                     cells[("X", i, j)] = self._cube(("X", i, j), groups, builder)
             glue = []
@@ -303,7 +375,7 @@ class Decoder:
             cells[("S", 0, length)] = self._cube(("S", 0, length), glue, builder)
         goal = builder.add_node(("GOAL", 0, n))  # created last: the creation order is topological
         if n == 0:
-            builder.add_edge(goal, (), {}, extra=self._lm_extra(self.lm.finish(_Hypothesis(None, 0.0, (), None, False))))
+            builder.add_edge(goal, (), {}, extra=self._lm_extra(self.lm.finish(_Hypothesis(None, 0.0, (), None, False, 0.0))))
         else:
             for hypothesis in cells[("S", 0, n)]:
                 builder.add_edge(goal, (hypothesis.node,), {}, (0,), extra=self._lm_extra(self.lm.finish(hypothesis)))
@@ -315,68 +387,83 @@ class Decoder:
     def _cube(self, cell, groups, builder) -> list[_Hypothesis]:
         """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first.
 
-        A candidate ``(g, ranks)`` is rule ``ranks[0]`` of group ``g`` with the ``ranks[1+k]``-th
+        A candidate ``(g, r, t_1, ..., t_a)`` is rule ``r`` of group ``g`` with the ``t_k``-th
         hypothesis of its ``k``-th tail cell; it is scored exactly (LM increment included) when
         pushed, and prioritised by that score plus the null-context estimate of its pending words.
+        Ties are broken by push order.
         """
-        lm, lm_weight = self.lm, self.weights.get(LANGUAGE_MODEL, 0.0)
-        combine, has_lm = lm.combine, lm.model is not None
+        lm_weight = self.weights.get(LANGUAGE_MODEL, 0.0)
+        combine, has_lm = self.lm.combine, self.lm.model is not None
         heap: list = []
         seen: set = set()
         push_heap, pop_heap = heapq.heappush, heapq.heappop
         add_node, add_edge = builder.add_node, builder.add_edge
+        limits = [(g, len(compiled)) + tuple(len(tail) for tail in tails) for g, (compiled, tails, _) in enumerate(groups)]
+        aligned: dict = {}  # (g, r) -> the rule's word links at absolute source positions
 
-        def push(g, ranks):
-            compiled, tails, _elements = groups[g]
-            rule = compiled[ranks[0]]
-            if tails:
-                chosen = tuple([tail[r] for tail, r in zip(tails, ranks[1:])])
-                increment, pending, state, full, estimate = combine(rule.template, chosen)
-                score = rule.static + lm_weight * increment
+        def push(candidate):
+            seen.add(candidate)
+            compiled, tails, _elements = groups[candidate[0]]
+            rule = compiled[candidate[1]]
+            score = rule.static
+            if not tails:
+                chosen = ()
+                result = rule.head or combine(rule, chosen)
+                score += lm_weight * result[0]
+            else:
+                if len(tails) == 1:
+                    chosen = (tails[0][candidate[2]],)
+                elif len(tails) == 2:
+                    chosen = (tails[0][candidate[2]], tails[1][candidate[3]])
+                else:
+                    chosen = tuple([tail[r] for tail, r in zip(tails, candidate[2:])])
+                result = combine(rule, chosen)
+                score += lm_weight * result[0]
                 for h in chosen:
                     score += h.score
-            else:  # no tails: the LM part does not depend on the context, compute it once per rule
-                chosen = ()
-                if rule.alone is None:
-                    rule.alone = combine(rule.template, ())
-                increment, pending, state, full, estimate = rule.alone
-                score = rule.static + lm_weight * increment
-            push_heap(heap, (-(score + lm_weight * estimate), len(seen), g, ranks, score, increment,
-                             pending, state, full, rule, chosen))
+            push_heap(heap, (-(score + lm_weight * result[4]), len(seen), candidate, score, result, rule, chosen))
 
-        for g in range(len(groups)):
-            ranks = (0,) * (1 + len(groups[g][1]))
-            seen.add((g, ranks))
-            push(g, ranks)
+        for g, (_, tails, _) in enumerate(groups):
+            push((g,) + (0,) * (1 + len(tails)))
         hypotheses: dict = {}
         pops = 0
         while heap and pops < self.pop_limit:
-            _, _, g, ranks, score, increment, pending, state, full, rule, chosen = pop_heap(heap)
+            _, _, candidate, score, (increment, pending, state, full, estimate), rule, chosen = pop_heap(heap)
             pops += 1
-            key = (pending, state)
-            hypothesis = hypotheses.get(key)
+            hypothesis = hypotheses.get((pending, state))
             if hypothesis is None:
-                hypothesis = hypotheses[key] = _Hypothesis(add_node(cell + (len(hypotheses),)), score, pending,
-                                                           state, full)
+                hypothesis = hypotheses[(pending, state)] = _Hypothesis(add_node(cell + (len(hypotheses),)), score,
+                                                                        pending, state, full, estimate)
             elif score > hypothesis.score:
                 hypothesis.score = score
-            compiled, tails, elements = groups[g]
-            add_edge(hypothesis.node, [h.node for h in chosen], rule.features, rule.template,
-                     [(elements[s], t) for s, t in rule.links], rule.rule,
-                     {LANGUAGE_MODEL: increment} if has_lm else None)
-            for d in range(len(ranks)):
-                successor = ranks[:d] + (ranks[d] + 1,) + ranks[d + 1:]
-                if successor[d] < (len(compiled) if d == 0 else len(tails[d - 1])) and (g, successor) not in seen:
-                    seen.add((g, successor))
-                    push(g, successor)
+            links = aligned.get(candidate[:2])
+            if links is None:
+                elements = groups[candidate[0]][2]
+                links = aligned[candidate[:2]] = tuple([(elements[s], t) for s, t in rule.links])
+            add_edge(hypothesis.node, tuple([h.node for h in chosen]), rule.features, rule.template, links,
+                     rule.rule, {LANGUAGE_MODEL: increment} if has_lm else None)
+            limit = limits[candidate[0]]
+            for d in range(1, len(candidate)):
+                r = candidate[d] + 1
+                if r < limit[d]:
+                    successor = candidate[:d] + (r,) + candidate[d + 1:]
+                    if successor not in seen:
+                        push(successor)
         return sorted(hypotheses.values(), key=lambda h: -h.score)
 
     # ------------------------------------------------------------------ output
 
-    def translate(self, tokens: Sequence[str], nbest: int = 1) -> list[Translation]:
-        """The ``nbest`` best translations of ``tokens`` (derivations; yields may repeat)."""
+    def translate(self, tokens: Sequence[str], nbest: int = 1, unique: bool = False) -> list[Translation]:
+        """The ``nbest`` best translations of ``tokens``: derivations (yields may repeat), or with
+        ``unique`` the best derivation of each of the ``nbest`` best distinct yields (reading at
+        most ``UNIQUE_FACTOR * nbest`` derivations, as cdec's unique k-best)."""
         forest = self.forest(tokens)
-        return translations(forest, [forest.viterbi(self.weights)] if nbest == 1 else kbest(forest, self.weights, nbest))
+        if nbest == 1:
+            return translations(forest, [forest.viterbi(self.weights)])
+        if unique:
+            return translations(forest, unique_kbest(forest, self.weights, nbest,
+                                                     lambda d: forest.derivation_yield(d)[0], UNIQUE_FACTOR * nbest))
+        return translations(forest, kbest(forest, self.weights, nbest))
 
 
 def translations(forest: Hypergraph, derivations) -> list[Translation]:

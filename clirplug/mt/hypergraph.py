@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
@@ -79,60 +80,40 @@ class HypergraphBuilder:
         ValueError
             When ``goal`` has no derivation or the graph has a cycle.
         """
-        n = len(self.labels)
-        edges = self.edges
-        incoming: list[list[int]] = [[] for _ in range(n)]
-        for e, edge in enumerate(edges):
-            incoming[edge[0]].append(e)
-        if all(t < edge[0] for edge in edges for t in edge[1]):
-            order, usable = self._sweep_topological(incoming, goal)
+        n, edges = len(self.labels), self.edges
+        heads = np.fromiter([edge[0] for edge in edges], dtype=np.int64, count=len(edges))
+        tails = _tail_matrix([edge[1] for edge in edges], n)
+        if np.all((tails < heads[:, None]) | (tails == n)):  # every tail before its head
+            reached, usable = _sweep_topological(heads, tails, n, goal)
         else:
-            order, usable = self._sweep_general(incoming, goal)
-        level = [0] * n
-        for v in order:
-            top = -1
-            for e in incoming[v]:
-                if usable[e]:
-                    for t in edges[e][1]:
-                        top = max(top, level[t])
-            level[v] = top + 1
-        order.sort(key=level.__getitem__)  # stable: keeps the order within a level; goal stays last
-        position = [0] * n
-        for i, v in enumerate(order):
-            position[v] = i
-        kept = [e for v in order for e in incoming[v] if usable[e]]
+            incoming: list[list[int]] = [[] for _ in range(n)]
+            for e, edge in enumerate(edges):
+                incoming[edge[0]].append(e)
+            order, usable_list = self._sweep_general(incoming, goal)
+            reached = np.zeros(n, dtype=bool)
+            reached[order] = True
+            usable = np.array(usable_list, dtype=bool)
+        kept = np.flatnonzero(usable & reached[heads])  # a reached head reaches all its usable edges' tails
+        level = _levels(heads[kept], tails[kept], n)
+        nodes = np.flatnonzero(reached)
+        order = nodes[np.argsort(level[nodes], kind="stable")]  # keeps the creation order within a level
+        position = np.full(n + 1, -1, dtype=np.int64)
+        position[order] = np.arange(len(order))
+        position[n] = len(order)
+        kept = kept[np.lexsort((kept, position[heads[kept]]))]
+        kept_tails = position[tails[kept]]
+        picked = [edges[e] for e in kept.tolist()]
         return Hypergraph(
-            labels=[self.labels[v] for v in order],
-            heads=[position[edges[e][0]] for e in kept],
-            tails=[tuple(position[t] for t in edges[e][1]) for e in kept],
-            features=[edges[e][2] for e in kept],
-            extras=[edges[e][3] for e in kept],
-            templates=[edges[e][4] for e in kept],
-            alignments=[edges[e][5] for e in kept],
-            rules=[edges[e][6] for e in kept],
-            levels=[level[v] for v in order],
+            labels=[self.labels[v] for v in order.tolist()],
+            heads=position[heads[kept]],
+            tails=[row[: len(edge[1])] for row, edge in zip(map(tuple, kept_tails.tolist()), picked)],
+            features=[edge[2] for edge in picked],
+            extras=[edge[3] for edge in picked],
+            templates=[edge[4] for edge in picked],
+            alignments=[edge[5] for edge in picked],
+            rules=[edge[6] for edge in picked],
+            levels=level[order],
         )
-
-    def _sweep_topological(self, incoming, goal):
-        """Nodes created in topological order: alive forwards, reachable backwards."""
-        edges, n = self.edges, len(self.labels)
-        alive = [False] * n
-        usable = [False] * len(edges)
-        for v in range(n):
-            for e in incoming[v]:
-                if all(alive[t] for t in edges[e][1]):
-                    usable[e] = alive[v] = True
-        if not alive[goal]:
-            raise ValueError("the goal node has no derivation")
-        reached = [False] * n
-        reached[goal] = True
-        for v in range(goal, -1, -1):
-            if reached[v]:
-                for e in incoming[v]:
-                    if usable[e]:
-                        for t in edges[e][1]:
-                            reached[t] = True
-        return [v for v in range(n) if reached[v]], usable
 
     def _sweep_general(self, incoming, goal):
         """Any creation order: alive bottom-up by a work list, then DFS post-order from the goal."""
@@ -185,6 +166,60 @@ class HypergraphBuilder:
         return order, usable
 
 
+def _tail_matrix(tails, pad: int) -> np.ndarray:
+    """The ``E × A`` matrix of the tail tuples, padded with ``pad``."""
+    lengths = np.fromiter(map(len, tails), dtype=np.int64, count=len(tails))
+    matrix = np.full((len(tails), int(lengths.max(initial=0))), pad, dtype=np.int64)
+    if matrix.size:
+        flat = np.fromiter([t for ts in tails for t in ts], dtype=np.int64, count=int(lengths.sum()))
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        matrix[np.repeat(np.arange(len(tails)), lengths), np.arange(len(flat)) - starts] = flat
+    return matrix
+
+
+def _sweep_topological(heads, tails, n, goal):
+    """Alive and reachable nodes when every tail precedes its head (``tails`` padded with ``n``).
+
+    In that case a node is alive exactly when it has an incoming edge whose tails are alive, which
+    a fixpoint from "dead = no incoming edge" settles (one round when no node is dead, as in the
+    decoder's forests); the nodes reachable from ``goal`` through usable edges follow by breadth-first search.
+    """
+    alive = np.zeros(n + 1, dtype=bool)
+    alive[n] = True
+    alive[heads] = True
+    while True:
+        usable = alive[tails].all(axis=1)
+        now = np.zeros(n + 1, dtype=bool)
+        now[n] = True
+        now[heads[usable]] = True
+        if np.array_equal(now, alive):
+            break
+        alive = now
+    if not alive[goal]:
+        raise ValueError("the goal node has no derivation")
+    rows = np.repeat(heads[usable], tails.shape[1])
+    cols = tails[usable].ravel()
+    real = cols < n
+    graph = sp.csr_matrix((np.ones(int(real.sum())), (rows[real], cols[real])), shape=(n, n))
+    reached = np.zeros(n, dtype=bool)
+    reached[breadth_first_order(graph, goal, directed=True, return_predecessors=False)] = True
+    return reached, usable
+
+
+def _levels(heads, tails, n) -> np.ndarray:
+    """Each node's level over the edges ``heads <- tails`` (padded with ``n``): 0 without an
+    edge, else one more than the highest level of any tail of its edges (longest path, by rounds)."""
+    level = np.zeros(n + 1, dtype=np.int64)
+    level[n] = -1
+    while True:
+        now = np.zeros(n + 1, dtype=np.int64)
+        now[n] = -1
+        np.maximum.at(now, heads, level[tails].max(axis=1, initial=-1) + 1)
+        if np.array_equal(now, level):
+            return level[:n]
+        level = now
+
+
 def _feature_matrix(features, extras, m):
     """The ``m × F`` CSR matrix of ``features[e] + extras[e]`` and the sorted feature names.
 
@@ -235,10 +270,7 @@ class Hypergraph:
         self.rules = list(rules)
         self.levels = np.asarray(levels, dtype=np.int64)
         n, m = len(self.labels), len(self.heads)
-        arity = max((len(t) for t in self.tails), default=0)
-        self.tail_matrix = np.full((m, arity), n, dtype=np.int64)
-        for e, ts in enumerate(self.tails):
-            self.tail_matrix[e, : len(ts)] = ts
+        self.tail_matrix = _tail_matrix(self.tails, n)
         if m and np.any(np.diff(self.heads) < 0):
             raise ValueError("edges must be sorted by head")
         if np.any((self.tail_matrix < n) & (self.tail_matrix >= self.heads[:, None])):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -82,3 +82,33 @@ def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> 
         return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
     finally:
         sys.setrecursionlimit(limit)
+
+
+def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int,
+                 key: Callable[[Derivation], Hashable], limit: int) -> list[Derivation]:
+    """The ``k`` best derivations with distinct ``key`` (e.g. their yield), best first.
+
+    cdec's unique k-best (``-r``): derivations are enumerated in :func:`kbest` order and the
+    first one of each key is kept, until ``k`` are found or ``limit`` derivations were read.
+    """
+    if k < 1:
+        return []
+    search = _KBest(hg, hg.edge_scores(weights))
+    recursion = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(recursion, 20 * int(hg.levels.max(initial=0)) + 1000))
+    try:
+        kept, keys = [], set()
+        for i in range(limit):
+            search.kth(hg.goal, i)
+            if len(search.found[hg.goal]) <= i:
+                break
+            derivation = search.tree(hg.goal, i)
+            identity = key(derivation)
+            if identity not in keys:
+                keys.add(identity)
+                kept.append(derivation)
+                if len(kept) == k:
+                    break
+        return kept
+    finally:
+        sys.setrecursionlimit(recursion)

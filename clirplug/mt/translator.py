@@ -10,6 +10,7 @@ any change of model or settings misses. Entries are written atomically.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -153,8 +154,8 @@ class Translator:
         """The +LM forest of ``tokens`` (cached)."""
         path = self._key(tokens, "forest")
         data = self._read(path)
-        if data is not None:
-            return Hypergraph.from_json(data, parse_rule, str(path))
+        if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
+            return Hypergraph.from_json(data, functools.lru_cache(maxsize=None)(parse_rule), str(path))
         forest = self._decoder_for(tokens).forest(tokens)
         self._write(path, forest.to_json(format_rule))
         return forest

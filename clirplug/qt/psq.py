@@ -54,18 +54,35 @@ class PsqScorer:
         self.k1, self.b = k1, b
         self._norm = k1 * (1 - b + b * self.index.doc_lengths / self.index.avg_doc_length)
         self._docid_rank = np.argsort(np.argsort(self.index.docids, kind="stable"), kind="stable")
+        self._analyzed: dict[str, Expression] = {}
+
+    def analyze(self, target: str) -> Expression:
+        """The index expression of a target (:meth:`LuceneIndex.analyze_phrase`), memoized."""
+        expression = self._analyzed.get(target)
+        if expression is None:
+            expression = self._analyzed[target] = self.index.analyze_phrase(target)
+        return expression
 
     def expressions(self, distributions: Sequence[Mapping[str, float]]) -> list[dict[Expression, float]]:
-        """Map each source token's ``{target: p}`` onto index expressions (see the module docstring)."""
+        """Map each source token's ``{target: p}`` onto index expressions (see the module docstring).
+
+        The mass of targets that analyze to no term goes to the others in proportion, so each
+        distribution keeps its total (a token translated only into dropped words is dropped).
+        """
         query = []
         for dist in distributions:
             mapped: dict[Expression, float] = {}
+            total = kept = 0.0
             for target, p in dist.items():
-                expression = self.index.analyze_phrase(target)
-                if expression and p > 0:
+                if p <= 0:
+                    continue
+                total += p
+                expression = self.analyze(target)
+                if expression:
                     mapped[expression] = mapped.get(expression, 0.0) + p
+                    kept += p
             if mapped:
-                query.append(mapped)
+                query.append({expression: p * total / kept for expression, p in mapped.items()})
         return query
 
     def _columns(self, expressions: Sequence[Expression]) -> tuple[sp.csc_matrix, np.ndarray]:
@@ -136,8 +153,12 @@ class PsqScorer:
         return self.top(*self.score(self.expressions(distributions)), hits)
 
 
-def builder_from_args(args, settings):
-    """The :class:`PsqBuilder` and the source tokenizer of ``--table`` or ``--model`` (``args``) for ``settings``."""
+def builder_from_args(args, settings, topics=None):
+    """The :class:`PsqBuilder` and the source tokenizer of ``--table`` or ``--model`` (``args``) for ``settings``.
+
+    With ``topics``, only the grammar rules usable on their ``args.field`` are loaded (for
+    Pr_grammar and the decoder of Pr_nbest); other queries still work, only slower.
+    """
     from pathlib import Path
 
     from clirplug.mt.preprocess import preprocessor
@@ -148,6 +169,9 @@ def builder_from_args(args, settings):
     model = Path(args.model)
     if not model.is_dir():
         raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
+    tokenize = preprocessor(args.src_lang, model)
+    sentences = None if topics is None else [
+        tokens for topic in topics for tokens in query_sentences(topic, args.field, args.src_lang, tokenize)]
     token = grammar = translate = None
     if settings.weights["token"] > 0:
         from clirplug.mt.lexicon import LexicalTable
@@ -162,26 +186,30 @@ def builder_from_args(args, settings):
         path = model / f"grammar.{args.kind}.gz"
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
-        grammar = read_grammar(path)
+        grammar = read_grammar(path, None if sentences is None else {word for tokens in sentences for word in tokens})
     if settings.weights["nbest"] > 0:
         from clirplug.mt.translator import Translator
 
         translator = Translator(model, kind=args.kind, src_lang=args.src_lang)
+        if sentences is not None:
+            translator.restrict(sentences)
         translate = translator.translate
-    return PsqBuilder(settings, token, grammar, translate), preprocessor(args.src_lang, model)
+    return PsqBuilder(settings, token, grammar, translate), tokenize
 
 
-def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
-    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise)."""
+def query_sentences(topic, field: str, src_lang: str, tokenize) -> list[list[str]]:
+    """The token lists of a topic's ``field``: one per sentence, a ``title`` whole (as DT translates it)."""
     from clirplug.io.topics import topic_field
     from clirplug.mt.preprocess import split_sentences
 
-    queries = {}
-    for topic in topics:
-        text = topic_field(topic, args.field)
-        sentences = [tokens for tokens in (tokenize(s) for s in split_sentences(text, args.src_lang)) if tokens]
-        queries[topic.id] = builder.query(sentences)
-    return queries
+    text = topic_field(topic, field)
+    parts = [text] if field == "title" else split_sentences(text, src_lang)
+    return [tokens for tokens in map(tokenize, parts) if tokens]
+
+
+def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
+    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise, see :func:`query_sentences`)."""
+    return {topic.id: builder.query(query_sentences(topic, args.field, args.src_lang, tokenize)) for topic in topics}
 
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
@@ -203,6 +231,6 @@ def psq_run(args, topics):
     if bool(args.table) == bool(args.model):
         raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
     settings = PsqSettings.parse(args.psq)
-    builder, tokenize = builder_from_args(args, settings)
+    builder, tokenize = builder_from_args(args, settings, topics)
     queries = psq_queries(args, topics, builder, tokenize)
     return psq_search(PsqScorer(args.index, args.k1, args.b), queries, args.hits, progress=not args.quiet)

@@ -16,8 +16,9 @@ The three distributions of Ture & Lin (paper 004) and their combination:
 
 A source token aligned to several target tokens is handled by one of the heuristics of
 Ture & Lin (:data:`HEURISTICS`): ``one-to-one`` (each target gets the full mass),
-``one-to-none`` (the links are ignored) or ``one-to-many`` (the targets, in target order,
-form one multi-token expression, written space-separated and matched as a phrase).
+``one-to-none`` (the links are ignored) or ``one-to-many`` (the target span from the first
+to the last aligned target, if only stopwords lie in between, is one multi-token expression,
+written space-separated and matched as a phrase; see :func:`aligned_targets`).
 
 Files (:meth:`PsqTable.save`, :meth:`PsqTable.load`, see ``docs/psq.md``): JSON
 ``{"src": {"tgt": p, ...}, ...}`` (Patapsco's interchange format) or TSV lines
@@ -29,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Protocol
 
@@ -41,6 +43,7 @@ COMPONENTS = ("token", "grammar", "nbest")
 STOPWORDS = ("none", "small", "large")
 # stop setting -> (source list, target list) under clirplug/data/stopwords/
 STOPWORD_FILES = {"none": (None, None), "small": ("de", "en-small"), "large": ("de", "en-large")}
+GAP_WORDS = "en-small"  # Lucene's English stopwords: the index analyzer drops them, so phrases skip them
 GRAMMAR_FEATURE = "EgivenF"  # the rule likelihood of Pr_grammar: 10 ** -EgivenF = p(e|f)
 
 Distribution = dict[str, float]
@@ -136,17 +139,33 @@ def _parse_tsv(text: str, path) -> dict[str, Distribution]:
 
 
 # -- distributions from rules and derivations (Ture & Lin) -----------------------------------------
-def aligned_targets(targets: Sequence[str], heuristic: str) -> list[str]:
-    """The target expressions one source token contributes, given its aligned target tokens in order."""
-    if len(targets) <= 1:
-        return list(targets)
-    if heuristic == "one-to-one":
-        return list(targets)
+def aligned_targets(tgt: Sequence[str], positions: Sequence[int], heuristic: str,
+                    gap_words: frozenset[str] = frozenset()) -> list[str]:
+    """The target expressions one source token contributes, given its aligned ``positions`` in ``tgt``.
+
+    ``one-to-many`` makes one expression of the target span from the first to the last
+    aligned position when every other word inside is a ``gap_words`` word or punctuation
+    (``marque de fabrique``; the gap words then leave position gaps in the phrase query), and
+    none otherwise, as Ivory's ``isConsecutiveWithStopwords`` (a source word aligned to
+    ``round ... nearest`` across content words is no phrase of the documents).
+    """
+    positions = sorted(set(positions))
+    if len(positions) <= 1 or heuristic == "one-to-one":
+        return [tgt[j] for j in positions]
     if heuristic == "one-to-none":
         return []
     if heuristic == "one-to-many":
-        return [" ".join(targets)]
+        span = range(positions[0], positions[-1] + 1)
+        inside = set(positions)
+        if all(j in inside or tgt[j] in gap_words or not any(c.isalnum() for c in tgt[j]) for j in span):
+            return [" ".join(tgt[j] for j in span)]
+        return []
     raise ClirplugError(f"unknown alignment heuristic {heuristic!r}: choose one of {', '.join(HEURISTICS)}")
+
+
+@cache
+def _gap_words() -> frozenset[str]:
+    return load_stopwords(GAP_WORDS)
 
 
 def _add_links(masses: dict[str, Distribution], src: Sequence[str], tgt: Sequence[str],
@@ -155,11 +174,12 @@ def _add_links(masses: dict[str, Distribution], src: Sequence[str], tgt: Sequenc
     for i, j in links:
         if not skip(tgt[j]):
             by_source.setdefault(i, []).append(j)
+    gap_words = _gap_words()
     for i, js in by_source.items():
         if skip(src[i]):
             continue
         dist = masses.setdefault(src[i], {})
-        for expression in aligned_targets([tgt[j] for j in sorted(set(js))], heuristic):
+        for expression in aligned_targets(tgt, js, heuristic, gap_words):
             dist[expression] = dist.get(expression, 0.0) + weight
 
 
@@ -204,26 +224,31 @@ def grammar_table(rules, tokens: Sequence[str], heuristic: str = "one-to-many",
     return _normalized(masses)
 
 
-def derivation_weights(scores: Sequence[float]) -> list[float]:
-    """Normalized derivation probabilities ``10**s_k / Σ_j 10**s_j`` of model scores in log10 units."""
+def derivation_weights(scores: Sequence[float], scale: float = 1.0) -> list[float]:
+    """Normalized derivation probabilities ``10**(a s_k) / Σ_j 10**(a s_j)`` of model scores in log10 units.
+
+    ``a`` (``scale``) sharpens (> 1) or flattens (< 1) the distribution, as Ivory's ``alpha``
+    for Ture & Lin's Pr_nbest: tuned weights fix the scores only up to a factor.
+    """
     if not scores:
         return []
     top = max(scores)
-    weights = [10.0 ** (s - top) for s in scores]
+    weights = [10.0 ** (scale * (s - top)) for s in scores]
     total = sum(weights)
     return [w / total for w in weights]
 
 
-def nbest_table(tokens: Sequence[str], translations, heuristic: str = "one-to-many") -> PsqTable:
+def nbest_table(tokens: Sequence[str], translations, heuristic: str = "one-to-many", scale: float = 1.0) -> PsqTable:
     """Pr_nbest for one query sentence: each derivation's normalized probability is added to the
     (source token, target word) pairs its word alignment links, then normalized per source token.
 
     ``translations`` are :class:`clirplug.mt.decoder.Translation` (or anything with ``words``,
-    ``score`` and ``alignment`` as ``(source position, target position)`` links into ``tokens``).
+    ``score`` and ``alignment`` as ``(source position, target position)`` links into ``tokens``);
+    ``scale`` is that of :func:`derivation_weights`.
     """
     translations = list(translations)
     masses: dict[str, Distribution] = {}
-    for translation, weight in zip(translations, derivation_weights([t.score for t in translations])):
+    for translation, weight in zip(translations, derivation_weights([t.score for t in translations], scale)):
         _add_links(masses, tokens, translation.words, translation.alignment, weight, heuristic, lambda _: False)
     return _normalized(masses)
 
@@ -263,7 +288,7 @@ def drop_target_stopwords(dist: Mapping[str, float], stopwords: frozenset[str]) 
 
 @dataclass(frozen=True)
 class PsqSettings:
-    """The PSQ options of ``--psq "lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=..."``.
+    """The PSQ options of ``--psq "lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=...,scale=..."``.
 
     Attributes
     ----------
@@ -278,6 +303,8 @@ class PsqSettings:
         ``small`` and ``large`` also drop German stopwords on the source side.
     nbest : int
         Derivations read for Pr_nbest.
+    scale : float
+        Scale of the derivation scores in Pr_nbest (:func:`derivation_weights`).
     """
 
     weights: dict = field(default_factory=lambda: {"token": 1.0, "grammar": 0.0, "nbest": 0.0})
@@ -286,6 +313,7 @@ class PsqSettings:
     heuristic: str = "one-to-many"
     stopwords: str = "none"
     nbest: int = 10
+    scale: float = 1.0
 
     def __post_init__(self):
         if set(self.weights) != set(COMPONENTS) or any(w < 0 for w in self.weights.values()):
@@ -302,6 +330,8 @@ class PsqSettings:
             raise ClirplugError(f"--psq stop={self.stopwords}: choose one of {', '.join(STOPWORDS)}")
         if self.nbest < 1:
             raise ClirplugError(f"--psq nbest={self.nbest}: must be at least 1")
+        if not self.scale > 0:
+            raise ClirplugError(f"--psq scale={self.scale}: must be positive")
 
     @classmethod
     def parse(cls, spec: str) -> PsqSettings:
@@ -327,9 +357,11 @@ class PsqSettings:
                     changes["stopwords"] = value.strip()
                 elif key == "nbest":
                     changes["nbest"] = int(value)
-
+                elif key == "scale":
+                    changes["scale"] = float(value)
                 else:
-                    raise ClirplugError(f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest)")
+                    raise ClirplugError(
+                        f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest, scale)")
             except ValueError:
                 raise ClirplugError(f"--psq: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
         return replace(settings, **changes)
@@ -338,7 +370,7 @@ class PsqSettings:
         """The ``--psq`` string of these settings."""
         lam = ":".join(f"{self.weights[c]:g}" for c in COMPONENTS)
         return (f"lambda={lam},pL={self.p_lower:g},pC={self.p_cumulative:g},heuristic={self.heuristic},"
-                f"stop={self.stopwords},nbest={self.nbest}")
+                f"stop={self.stopwords},nbest={self.nbest},scale={self.scale:g}")
 
 
 def _index_rules(rules) -> dict[str, list]:
@@ -365,10 +397,13 @@ class PsqBuilder:
         The rules Pr_grammar is built from, per sentence.
     translate : callable, optional
         ``tokens, n -> n-best Translations`` for Pr_nbest.
+    memo : dict, optional
+        Shared store of the per-sentence Pr_grammar and Pr_nbest tables, so builders that
+        differ only in λ, thresholds or stopwords (a tuning grid) compute each table once.
     """
 
     def __init__(self, settings: PsqSettings, token: TranslationSource | None = None, grammar=None,
-                 translate=None):
+                 translate=None, memo: dict | None = None):
         available = {"token": token is not None, "grammar": grammar is not None, "nbest": translate is not None}
         missing = [c for c in COMPONENTS if settings.weights[c] > 0 and not available[c]]
         if missing:
@@ -378,20 +413,25 @@ class PsqBuilder:
         src_list, tgt_list = STOPWORD_FILES[settings.stopwords]
         self.src_stopwords = load_stopwords(src_list) if src_list else frozenset()
         self.tgt_stopwords = load_stopwords(tgt_list) if tgt_list else frozenset()
+        self.memo = {} if memo is None else memo
 
     def sentence(self, tokens: Sequence[str]) -> list[Distribution]:
         """One pruned distribution per source token of one sentence.
 
         Repeated tokens keep one distribution each; source stopwords and tokens without a
-        letter or digit are dropped.
+        letter or digit are dropped; a token no component knows, or with no translation left
+        after the stopwords and thresholds, translates as itself.
         """
         s = self.settings
         tables = []
         if s.weights["grammar"] > 0:
-            candidates = [rule for word in dict.fromkeys(tokens) for rule in self._rules_by_word.get(word, ())]
-            tables.append(("grammar", grammar_table(candidates, tokens, s.heuristic)))
+            tables.append(("grammar", self._table(("grammar", s.heuristic, tuple(tokens)), lambda: grammar_table(
+                [rule for word in dict.fromkeys(tokens) for rule in self._rules_by_word.get(word, ())], tokens,
+                s.heuristic))))
         if s.weights["nbest"] > 0:
-            tables.append(("nbest", nbest_table(tokens, self.translate(tokens, s.nbest), s.heuristic)))
+            tables.append(("nbest", self._table(("nbest", s.heuristic, s.nbest, s.scale, tuple(tokens)),
+                                                lambda: nbest_table(tokens, self.translate(tokens, s.nbest),
+                                                                    s.heuristic, s.scale))))
         if s.weights["token"] > 0:
             tables.append(("token", self.token))
         result = []
@@ -404,9 +444,16 @@ class PsqBuilder:
             else:
                 dist = interpolate(parts, [s.weights[name] for name, _ in tables])
             dist = prune(drop_target_stopwords(dist, self.tgt_stopwords), s.p_lower, s.p_cumulative)
-            if dist:
-                result.append(dist)
+            # no translation left (all below p_L or stopwords, e.g. a rare identifier whose
+            # alignment probabilities are spread over its whole sentence): itself, as if unknown
+            result.append(dist or {src: 1.0})
         return result
+
+    def _table(self, key: tuple, build) -> PsqTable:
+        table = self.memo.get(key)
+        if table is None:
+            table = self.memo[key] = build()
+        return table
 
     def query(self, sentences: Sequence[Sequence[str]]) -> list[Distribution]:
         """All sentences' distributions: sentence-wise PSQ sums over sentences (paper 001 §3.2)."""

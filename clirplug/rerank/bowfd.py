@@ -19,9 +19,9 @@ indicator features (one per aligned word pair, inserted target word and deleted 
 a rule). Scores are in the decoder's units (log10 model scores plus the IR part).
 
 Inference (§3, "Implementation and Complexity Analysis"): one Viterbi pass per sentence over
-all candidates at once (:meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch` on an edges ×
-documents matrix built from the sparse term incidence of the edges and the documents' BM25
-weights); documents that activate no IR feature keep the SMT Viterbi score without a pass
+all candidates at once, on an edges × documents matrix built from the sparse term incidence of
+the edges and the documents' BM25 weights (scores only: :class:`ViterbiPlan`, float32; with the
+winning derivations: :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); documents that activate no IR feature keep the SMT Viterbi score without a pass
 (pre-filtering); an optional beam considers only the first ``beam`` incoming edges of a node in
 the decoder's (cube pruning, best first) order. Multi-sentence queries are a product of
 experts: each sentence ranks the candidates, a document outside a sentence's top ``k`` takes
@@ -48,7 +48,9 @@ DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
 DEFAULT_K1 = 1.2  # footnote 2
 DEFAULT_B = 0.75  # footnote 2
 DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
-MAX_CELLS = 1_000_000  # edges × documents per viterbi_batch call: bounds memory, stays cache friendly
+MAX_CELLS = 1_000_000  # edges × documents per back-pointer pass (viterbi_batch): bounds memory
+MAX_SCORE_CELLS = 24_000_000  # edges × documents per scores-only pass (about 100 MB in float32)
+SCORE_DTYPE = np.float32  # scores-only passes: half the memory traffic of float64, ~1e-5 off at |score| ~ 100
 
 IR_DEFAULT = "IR_default"  # the name of v in a weights file
 IR_PREFIX = "IR:"  # per-term IR weights: "IR:<index term>"
@@ -197,6 +199,75 @@ def restrict_incoming(forest: Hypergraph, beam: int) -> Hypergraph:
     return forest.subgraph(np.flatnonzero(position < beam))
 
 
+class ViterbiPlan:
+    """A forest's edges laid out for a scores-only Viterbi over many documents at once.
+
+    Within each level the nodes are renumbered by decreasing in-degree and their incoming
+    edges are stored rank-major (every node's first edge, then every second edge of the nodes
+    that have one, ...), so the max over incoming edges is a few in-place ``np.maximum`` calls
+    on contiguous row blocks instead of a segmented reduction; the tails' values reach a
+    level's edges through one sparse product ``tails @ beta`` (an edges × nodes incidence).
+
+    Attributes
+    ----------
+    order : numpy.ndarray of int
+        ``order[i]`` is the forest edge stored at row ``i``.
+    levels : list of (first node, end node, first row, end row, rank block sizes, tail incidence)
+    goal : int
+        The goal's row in the Viterbi table (the last node, as in the forest).
+    """
+
+    def __init__(self, forest: Hypergraph):
+        n = forest.num_nodes
+        degree = np.diff(forest.offsets)
+        new_id = np.empty(n + 1, dtype=np.int64)
+        new_id[n] = n  # the tails' padding
+        order, self.levels = [], []
+        row = 0
+        for level in range(len(forest.level_bounds) - 1):
+            first, last = int(forest.level_bounds[level]), int(forest.level_bounds[level + 1])
+            nodes = first + np.argsort(-degree[first:last], kind="stable")
+            new_id[nodes] = np.arange(first, last)
+            deg = degree[nodes]
+            sizes = [int(np.count_nonzero(deg > j)) for j in range(int(deg.max(initial=0)))]
+            edges = np.concatenate([forest.offsets[nodes[:size]] + j for j, size in enumerate(sizes)] or
+                                   [np.zeros(0, dtype=np.int64)])
+            order.append(edges)
+            tails = new_id[forest.tail_matrix[edges]]  # tails lie in lower levels: already renumbered
+            real = tails < n
+            incidence = None
+            if real.any():
+                incidence = sp.csr_matrix((np.ones(int(real.sum()), dtype=np.float32),
+                                           (np.repeat(np.arange(len(edges)), real.sum(axis=1)), tails[real])),
+                                          shape=(len(edges), n))
+            self.levels.append((first, last, row, row + len(edges), sizes, incidence))
+            row += len(edges)
+        self.order = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+        self.goal = int(new_id[forest.goal])
+        self.num_nodes = n
+
+    def scores(self, edge_scores: np.ndarray) -> np.ndarray:
+        """The Viterbi score of each column of ``edge_scores`` (``E × D``, rows in :attr:`order`).
+
+        A C-contiguous ``edge_scores`` is overwritten (its rows hold the edges' inside scores afterwards).
+        """
+        edge_scores = np.ascontiguousarray(edge_scores)
+        beta = np.empty((self.num_nodes, edge_scores.shape[1]), dtype=edge_scores.dtype)
+        for first, last, lo, hi, sizes, incidence in self.levels:
+            parts = edge_scores[lo:hi]
+            if incidence is not None:  # the tails' scores, added in place into this level's edges
+                parts += incidence @ beta
+            top = beta[first:last]
+            n0 = sizes[0] if sizes else 0
+            top[:n0] = parts[:n0]
+            top[n0:] = -np.inf  # nodes without incoming edges (none in a forest the builder made)
+            row = n0
+            for size in sizes[1:]:
+                np.maximum(top[:size], parts[row:row + size], out=top[:size])
+                row += size
+        return beta[self.goal]
+
+
 class PreparedSentence:
     """One query sentence's forest with its document-independent parts.
 
@@ -218,6 +289,8 @@ class PreparedSentence:
                  beam: int | None = None, tokens: Sequence[str] = ()):
         self.forest = restrict_incoming(forest, beam) if beam else forest
         self.terms, self.counts = edge_terms(self.forest, analyze)
+        self.plan = ViterbiPlan(self.forest)
+        self.plan_counts = self.counts[self.plan.order].astype(np.float32)  # rows in the plan's order (exact)
         self.lex_names, self.lex = _dict_rows(lex_features(self.forest) if lex else [{}] * self.forest.num_edges)
         self.tokens = tuple(tokens)
 
@@ -262,26 +335,27 @@ class SentenceScores:
 
     ``scores`` (D,) the Viterbi scores; ``active`` (D,) bool, the documents that had a pass of
     their own (the others hold ``smt_score``); ``best`` the ``N × D_active`` back pointers of the
-    active documents (only when asked for), ``smt_best`` those of the SMT Viterbi derivation.
+    active documents and ``smt_best`` those of the SMT Viterbi derivation (both only when asked for).
     """
 
     scores: np.ndarray
     active: np.ndarray
     smt_score: float
-    smt_best: np.ndarray
+    smt_best: np.ndarray | None = None
     best: np.ndarray | None = None
 
     def back_pointers(self, d: int) -> np.ndarray:
         """The back pointers of document ``d``'s winning derivation."""
+        if self.best is None or self.smt_best is None:
+            raise ValueError("the scores were computed without back pointers")
         if not self.active[d]:
             return self.smt_best
-        if self.best is None:
-            raise ValueError("the scores were computed without back pointers")
         return self.best[:, int(np.count_nonzero(self.active[:d]))]
 
 
 def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_weights: np.ndarray,
-                   bm25: np.ndarray, back_pointers: bool = False, max_cells: int = MAX_CELLS) -> SentenceScores:
+                   bm25: np.ndarray, back_pointers: bool = False, max_cells: int | None = None,
+                   dtype=SCORE_DTYPE) -> SentenceScores:
     """BOW-FD Viterbi scores of ``D`` documents for one sentence (eq. 4), all documents at once.
 
     Parameters
@@ -294,26 +368,41 @@ def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_wei
     bm25 : array (D, T)
         ``bm25(t, d)`` (:func:`bm25_matrix`).
     back_pointers : bool
-        Keep the winning derivations' back pointers.
+        Keep the winning derivations' back pointers (a float64 pass with
+        :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); otherwise scores only, with the
+        sentence's :class:`ViterbiPlan` in ``dtype``.
+    max_cells : int, optional
+        Edges × documents per pass (default :data:`MAX_CELLS` with back pointers, else
+        :data:`MAX_SCORE_CELLS`).
     """
     forest = sentence.forest
-    smt_scores, smt_best = forest.viterbi_batch(edge_scores)
-    smt_score = float(smt_scores[0])
     weighted = np.asarray(bm25, dtype=float) * term_weights[None, :]  # D × T
     active = np.any(weighted != 0.0, axis=1)  # pre-filtering: no IR activation, no pass
-    scores = np.full(len(weighted), smt_score)
     docs = np.flatnonzero(active)
-    best = np.empty((forest.num_nodes, len(docs)), dtype=np.int64) if back_pointers else None
-    if len(docs):
-        chunk = max(1, max_cells // max(1, forest.num_edges))
-        for start in range(0, len(docs), chunk):
-            part = docs[start:start + chunk]
-            extra = sentence.counts @ weighted[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
-            values, pointers = forest.viterbi_batch(edge_scores, extra, back_pointers)
-            scores[part] = values
-            if best is not None:
-                best[:, start:start + len(part)] = pointers
-    return SentenceScores(scores, active, smt_score, smt_best[:, 0], best)
+    if max_cells is None:
+        max_cells = MAX_CELLS if back_pointers else MAX_SCORE_CELLS
+    chunk = max(1, max_cells // max(1, forest.num_edges))
+    # column 0 has no IR feature: it gives the SMT Viterbi score (and derivation); the others
+    # are the active documents
+    columns = np.vstack([np.zeros((1, weighted.shape[1])), weighted[docs]])
+    values = np.empty(len(columns))
+    best = np.empty((forest.num_nodes, len(columns)), dtype=np.int64) if back_pointers else None
+    if not back_pointers:
+        columns = columns.astype(dtype)
+        plan_scores = edge_scores[sentence.plan.order].astype(dtype)[:, None]
+    for start in range(0, len(columns), chunk):
+        part = slice(start, start + chunk)
+        if back_pointers:
+            values[part], best[:, part] = forest.viterbi_batch(edge_scores, sentence.counts @ columns[part].T)
+        else:
+            table = sentence.plan_counts @ columns[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
+            table += plan_scores
+            values[part] = sentence.plan.scores(table)
+    scores = np.full(len(weighted), values[0])
+    scores[docs] = values[1:]
+    if back_pointers:
+        return SentenceScores(scores, active, float(values[0]), best[:, 0], best[:, 1:])
+    return SentenceScores(scores, active, float(values[0]))
 
 
 def combine_sentences(sentence_scores: Sequence[np.ndarray], k: int = DEFAULT_SENTENCE_DEPTH) -> np.ndarray:
@@ -421,11 +510,14 @@ class BowFD:
               weights: BowfdWeights | None = None) -> tuple[np.ndarray, list[SentenceScores]]:
         """Combined scores of the documents ``docs`` (internal numbers) and each sentence's result."""
         weights = weights or self.weights
+        terms = sorted({str(t) for sentence in sentences for t in sentence.terms})
+        column = {t: i for i, t in enumerate(terms)}
+        bm25 = bm25_matrix(self.index, terms, docs, self.config.k1, self.config.b)  # once for all sentences
         results = []
         for sentence in sentences:
-            bm25 = bm25_matrix(self.index, sentence.terms, docs, self.config.k1, self.config.b)
+            own = bm25[:, [column[t] for t in sentence.terms]]
             results.append(score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms),
-                                          bm25, back_pointers))
+                                          own, back_pointers))
         if not results:
             return np.zeros(len(docs)), results
         return combine_sentences([r.scores for r in results], self.config.sentence_depth), results
@@ -491,7 +583,7 @@ class NoLMForests:
 
         self.translator = translator
         self.weights = translator.weights
-        self.decoder = Decoder(read_grammar(translator.grammar_path), None, translator.weights,
+        self.decoder = Decoder(read_grammar(translator.grammar_path, translator.vocabulary), None, translator.weights,
                                translator.pop_limit, translator.max_span)
         self._cache: dict[tuple[str, ...], Hypergraph] = {}
 
@@ -511,6 +603,7 @@ class NoLMForests:
 def rerank_run(args, topics):
     """``clirplug rerank --method bowfd``: BOW-FD over ``args.candidates`` (see ``clirplug.cli.rerank``)."""
     from clirplug.io.runs import read_run
+    from clirplug.io.topics import topic_field
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
 
@@ -518,6 +611,7 @@ def rerank_run(args, topics):
         if not getattr(args, option, None):
             raise ClirplugError(f"--method bowfd needs --{option}")
     translator = Translator(args.model, kind=args.kind)
+    translator.restrict_texts([topic_field(t, args.field or "title") for t in topics], split=(args.field or "title") != "title")
     if args.weights:
         weights = BowfdWeights.load(args.weights)
         weights.smt = {**translator.weights, **weights.smt}

@@ -1,4 +1,4 @@
-"""Options of the boosting reranker, importable without numpy (for fast CLI start-up)."""
+"""Options of the boosting and MIRA rerankers, importable without numpy (for fast CLI start-up)."""
 
 import math
 from dataclasses import dataclass
@@ -51,3 +51,13 @@ class BoostConfig:
 # beta values tried on held-out train topics: learned weights reach several units (the
 # epsilon of 1e-5 allows ln(W+/eps Z)/2 ~ 5), so the grid reaches beyond the paper's 0.2-0.3.
 BETA_GRID = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+
+
+# MIRA n-best reranking (clirplug.rerank.mira): candidates per sentence, passes over the
+# training queries, cross-validation folds and the clip values C tried (the paper chooses
+# C by 5-fold cross-validation). C = 0 makes no update: the decoder's own 1-best, kept when
+# no C beats it in cross-validation.
+MIRA_NBEST = 10
+MIRA_EPOCHS = 10
+MIRA_FOLDS = 5
+MIRA_C_GRID = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)

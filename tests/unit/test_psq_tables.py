@@ -61,12 +61,22 @@ def test_bad_files_name_file_and_line(tmp_path, name, text, message):
 
 # -- heuristics, Pr_grammar, Pr_nbest ------------------------------------------------------------
 def test_heuristics():
-    assert aligned_targets(["marque", "de", "fabrique"], "one-to-one") == ["marque", "de", "fabrique"]
-    assert aligned_targets(["marque", "de", "fabrique"], "one-to-none") == []
-    assert aligned_targets(["marque", "de", "fabrique"], "one-to-many") == ["marque de fabrique"]
-    assert aligned_targets(["marque"], "one-to-none") == ["marque"]
+    tgt = ["marque", "de", "fabrique"]
+    assert aligned_targets(tgt, [0, 1, 2], "one-to-one") == ["marque", "de", "fabrique"]
+    assert aligned_targets(tgt, [0, 1, 2], "one-to-none") == []
+    assert aligned_targets(tgt, [2, 0, 1], "one-to-many") == ["marque de fabrique"]
+    assert aligned_targets(tgt, [0], "one-to-none") == ["marque"]
+    # one-to-many: the span keeps stopwords and punctuation between the aligned words (phrase gaps),
+    # and is no expression when a content word lies in between (Ivory's isConsecutiveWithStopwords)
+    words = ["apply", "a", "template", "to", "(", "records", "now"]
+    stop = frozenset({"a", "to"})
+    assert aligned_targets(words, [0, 2], "one-to-many", stop) == ["apply a template"]
+    assert aligned_targets(words, [2, 5], "one-to-many", stop) == ["template to ( records"]
+    assert aligned_targets(words, [0, 2], "one-to-many") == []
+    assert aligned_targets(words, [0, 5], "one-to-many", stop) == []
+    assert aligned_targets(words, [0, 5], "one-to-one", stop) == ["apply", "records"]
     with pytest.raises(ClirplugError, match="unknown alignment heuristic"):
-        aligned_targets(["a", "b"], "many")
+        aligned_targets(["a", "b"], [0, 1], "many")
 
 
 RULES = [
@@ -130,6 +140,8 @@ def test_nbest_table_by_hand():
     ]
     weights = derivation_weights([-1.0, -2.0, -2.0])
     assert weights == pytest.approx([10 / 12, 1 / 12, 1 / 12])
+    assert derivation_weights([-1.0, -2.0, -2.0], scale=0.5) == pytest.approx(
+        [10**0.5 / (10**0.5 + 2), 1 / (10**0.5 + 2), 1 / (10**0.5 + 2)])
     table = nbest_table(["nestle", "marke"], nbest, "one-to-many")
     assert table.translations("nestle") == pytest.approx({"brand": 10 / 11, "trademark": 1 / 11})
     assert table.translations("marke") == pytest.approx({"mark": 10 / 12, "trademark": 1 / 12, "fire brand": 1 / 12})
@@ -176,6 +188,11 @@ def test_builder_pipeline():
     # "die" is a German stopword; "the" is dropped on the target side, "data" by p_L
     assert large.sentence(["die", "datei"]) == [{"file": 1.0}]
     assert large.query([["datei"], ["liste"]]) == [{"file": 1.0}, {"list": 1.0}]
+    # a token whose translations all fall below p_L (a rare identifier) translates as itself
+    flat = PsqTable({"r_ok": {"(": 0.25, "file": 0.25, "mode": 0.25, "test": 0.25}})
+    assert PsqBuilder(PsqSettings.parse("pL=0.3"), token=flat).sentence(["r_ok"]) == [{"r_ok": 1.0}]
+    assert PsqBuilder(PsqSettings.parse("pL=0.2"), token=flat).sentence(["r_ok"]) == [
+        {"(": 0.25, "file": 0.25, "mode": 0.25, "test": 0.25}]
 
 
 def test_builder_interpolates_components():
@@ -188,14 +205,14 @@ def test_builder_interpolates_components():
 
 
 def test_settings_parse_and_errors():
-    settings = PsqSettings.parse("lambda=2:1:1, pL=0.01, pC=0.95, heuristic=one-to-one, stop=small, nbest=5")
+    settings = PsqSettings.parse("lambda=2:1:1, pL=0.01, pC=0.95, heuristic=one-to-one, stop=small, nbest=5, scale=0.5")
     assert settings.weights == {"token": 0.5, "grammar": 0.25, "nbest": 0.25}
-    assert (settings.p_lower, settings.p_cumulative, settings.heuristic, settings.stopwords, settings.nbest) == (
-        0.01, 0.95, "one-to-one", "small", 5)
+    assert (settings.p_lower, settings.p_cumulative, settings.heuristic, settings.stopwords, settings.nbest,
+            settings.scale) == (0.01, 0.95, "one-to-one", "small", 5, 0.5)
     assert PsqSettings.parse(settings.spec()) == settings
     for spec, message in [("lambda=1:1", "cannot read"), ("pL=x", "cannot read"), ("foo=1", "unknown option"),
                           ("pC=0", "need 0 <= pL < 1"), ("heuristic=x", "choose one of"), ("lambda=0:0:0", "sum to 0"),
-                          ("stop=huge", "choose one of"), ("nbest=0", "at least 1")]:
+                          ("stop=huge", "choose one of"), ("nbest=0", "at least 1"), ("scale=0", "positive")]:
         with pytest.raises(ClirplugError, match=message):
             PsqSettings.parse(spec)
     with pytest.raises(ClirplugError, match="gives weight to grammar, nbest"):
@@ -208,3 +225,39 @@ def test_builder_grammar_index_keeps_every_applicable_rule(cdec_clef06):
     builder = PsqBuilder(PsqSettings.parse("lambda=0:1:0,heuristic=one-to-one"), grammar=rules)
     table = grammar_table(rules, tokens, "one-to-one")
     assert builder.sentence(tokens) == [pytest.approx(table.translations(t)) for t in tokens]
+
+
+def test_builders_sharing_a_memo_decode_each_sentence_once():
+    calls = []
+
+    def translate(tokens, n):
+        calls.append(tuple(tokens))
+        return [SimpleNamespace(words=("file",), score=0.0, alignment=((0, 0),))]
+
+    memo: dict = {}
+    for spec in ("lambda=0:0:1,pL=0", "lambda=0:0:1,pL=0.5", "lambda=0:0:1,stop=large"):
+        builder = PsqBuilder(PsqSettings.parse(spec), translate=translate, memo=memo)
+        assert builder.query([["datei"], ["datei"]]) == [{"file": 1.0}, {"file": 1.0}]
+    assert calls == [("datei",)]
+    # another heuristic or n is another table
+    PsqBuilder(PsqSettings.parse("lambda=0:0:1,nbest=3"), translate=translate, memo=memo).sentence(["datei"])
+    assert calls == [("datei",), ("datei",)]
+
+
+def test_query_sentences_split_desc_but_not_title():
+    from clirplug.qt.psq import query_sentences
+
+    topic = SimpleNamespace(title="Ein Titel. Mit Punkt", desc="Erster Satz. Zweiter Satz.")
+    tokenize = str.split
+    assert query_sentences(topic, "title", "de", tokenize) == [["Ein", "Titel.", "Mit", "Punkt"]]
+    assert query_sentences(topic, "desc", "de", tokenize) == [["Erster", "Satz."], ["Zweiter", "Satz."]]
+
+
+def test_nbest_one_to_many_spans_lucene_stopwords():
+    derivation = SimpleNamespace(words=("apply", "a", "template", "to", "round", "nearest"), score=0.0,
+                                 alignment=((0, 0), (0, 2), (1, 4), (1, 5), (2, 1)))
+    table = nbest_table(["vorlage", "runden", "eine"], [derivation], "one-to-many")
+    assert table.translations("vorlage") == {"apply a template": 1.0}
+    assert table.translations("runden") == {"round nearest": 1.0}  # adjacent targets
+    derivation.alignment = ((1, 2), (1, 5))  # "template to round nearest": content words in between
+    assert "runden" not in nbest_table(["vorlage", "runden"], [derivation], "one-to-many")

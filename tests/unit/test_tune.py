@@ -1,12 +1,19 @@
 """PRO tuning: BLEU+1 against sacrebleu, and recovery of a hidden weight vector."""
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from clirplug.mt.tune import corpus_bleu, ngram_stats, pro, sentence_bleu
+from clirplug.mt.tune import (
+    bleu_from_stats,
+    corpus_bleu,
+    ngram_stats,
+    pro,
+    sentence_bleu,
+)
 
 
 def test_sentence_bleu_equals_sacrebleu_add_one():
@@ -28,6 +35,17 @@ def test_corpus_bleu_by_hand():
         100 * (3 / 4 * 2 / 3 * 1 / 2 * 1 / 2) ** 0.25)
     both = corpus_bleu([("a", "b", "c", "x"), ("a", "b", "c", "d", "e")], [("a", "b", "c", "d"), ("a", "b", "c", "d", "e")])
     assert both == pytest.approx(100 * ((8 / 9) * (6 / 7) * (4 / 5) * (2 / 3)) ** 0.25)
+
+
+def test_bleu_from_summed_statistics_equals_sacrebleu_corpus_bleu():
+    rng = np.random.default_rng(3)
+    vocabulary = [f"w{i}" for i in range(6)]
+    for size in (1, 2, 5, 20):
+        for _ in range(40):
+            hyps = [list(rng.choice(vocabulary, size=int(rng.integers(0, 9)))) for _ in range(size)]
+            refs = [list(rng.choice(vocabulary, size=int(rng.integers(1, 9)))) for _ in range(size)]
+            total = sum(ngram_stats(h, r) for h, r in zip(hyps, refs))
+            assert bleu_from_stats(total) == pytest.approx(corpus_bleu(hyps, refs), abs=1e-9)
 
 
 class Candidate(NamedTuple):
@@ -65,6 +83,32 @@ def test_pro_recovers_a_hidden_ranking():
     assert max(h["bleu"] for h in history) > history[0]["bleu"] + 20
     again, _ = pro(decode, references, start, iterations=6, seed=0)
     assert again == best  # seeded: deterministic
+
+
+def test_pro_line_search_never_lowers_the_pool_bleu():
+    """A learned direction whose full step overshoots: the fixed-Ψ update of the old code (Ψ = 0.5)
+    lowered BLEU; the line search takes the step that is best on the pools, or none."""
+    references = [("a", "b", "c", "d")] * 3
+    good, bad = ("a", "b", "c", "d"), ("x", "y", "z", "q")
+    pools = [  # (words, f1, f2): f1 alone ranks the good one first only in the first sentence
+        [Candidate(good, {"f1": 1.0, "f2": 0.0}), Candidate(bad, {"f1": 0.0, "f2": 0.0})],
+        [Candidate(good, {"f1": 0.0, "f2": 1.0}), Candidate(bad, {"f1": 1.0, "f2": 0.0})],
+        [Candidate(good, {"f1": 0.0, "f2": 1.0}), Candidate(bad, {"f1": 0.9, "f2": 0.0})],
+    ]
+
+    def decode(weights):
+        return [sorted(pool, key=lambda c: -sum(weights.get(k, 0) * v for k, v in c.features.items()))
+                for pool in pools]
+
+    best, history = pro(decode, references, {"f1": 0.0, "f2": 1.0}, iterations=4, seed=0)
+    assert history[0]["bleu"] == pytest.approx(100.0)
+    assert all(h.get("step", 0.0) == 0.0 for h in history)  # nothing beats the start: no move
+    assert best == {"f1": 0.0, "f2": 1.0}
+    start = {"f1": 1.0, "f2": 0.0}  # 1 of 3 right: the line search must improve the pools' BLEU
+    best, history = pro(decode, references, start, iterations=4, seed=0)
+    assert history[0]["pool_bleu"] > history[0]["bleu"]
+    assert max(h["bleu"] for h in history) == pytest.approx(100.0)
+    assert all(b["bleu"] >= a["bleu"] for a, b in itertools.pairwise(history))
 
 
 def test_train_weights_cli_writes_a_tuned_weights_file(tmp_path):

@@ -1,0 +1,434 @@
+"""Reranking the decoder's n-best query translations for retrieval with MIRA (Nikoulina et al., EACL 2012, §3.2).
+
+For a training query ``q`` the decoder proposes ``GEN(q)``, its n-best translations ``t_1..t_N``;
+each has a feature vector ``F(t)`` (the decoder's features plus query-genre ones, see
+:func:`genre_features`) and the average precision ``AP(t)`` of a BM25 search with ``t`` over
+the target collection. MIRA (Crammer & Singer 2003, applied to SMT by Watanabe et al. 2007 and
+Chiang et al. 2008) learns weights ``λ`` under which the oracle ``t* = argmax_t AP(t)``
+outscores every ``t_j`` by at least the loss ``l_j = AP(t*) − AP(t_j)`` (the paper's
+objective ``min ½‖λ‖² + C Σ_i max_j (l_ij − λ·(F(t*_i) − F(t_ij)))``), online: each step
+solves ``min ½‖λ' − λ‖² + C ξ`` subject to the most violated constraint, i.e. with
+``Δ = F(t*) − F(t_j)`` for ``j = argmax_j l_j − λ·Δ_j``::
+
+    τ = min(C, (l_j − λ·Δ) / ‖Δ‖²),    λ ← λ + τ Δ
+
+(passive-aggressive PA-I). Queries are visited in a seeded random order for several epochs and
+the weights returned are the average over every step, starting from the decoder's tuned
+weights (the genre weights from 0), so that without updates the reranked 1-best is the
+decoder's. ``C`` is chosen by cross-validation over the training queries, as in the paper,
+with the one-standard-error rule; the grid holds ``C = 0`` (no update), so the decoder's
+1-best is kept unless reranking beats it on held-out training queries by more than noise.
+
+A multi-sentence query (``desc``) is translated sentence by sentence, as DT does
+(:mod:`clirplug.qt.dt`): each sentence is one training instance whose candidates are the
+query with that sentence's n-best alternatives and every other sentence at its decoder
+1-best; at test time each sentence's n-best list is reranked on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from clirplug.errors import ClirplugError
+from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NBEST
+
+GENRE_FEATURES = ("QueryLength", "Copied", "StopwordRatio")
+GENRE_STOPWORDS = "en-small"  # shipped list (clirplug/data/stopwords/) behind QueryLength and StopwordRatio
+FORMAT = "clirplug-mira/1"
+
+# ============================================================================ features and AP
+
+
+def genre_features(source: Sequence[str], words: Sequence[str], stopwords: frozenset[str]) -> dict[str, float]:
+    """Query-genre features of a translation ``words`` of the source tokens ``source``.
+
+    ``QueryLength``: distinct target words that are not stopwords (the terms BM25 sees);
+    ``Copied``: target words equal to a source token, case-insensitively (names, commands,
+    numbers, whether passed through or translated by an identity rule); ``StopwordRatio``:
+    the share of target words that are stopwords (0 for an empty translation).
+    """
+    lowered = [w.lower() for w in words]
+    src = {w.lower() for w in source}
+    stops = sum(w in stopwords for w in lowered)
+    return {
+        "QueryLength": float(len({w for w in lowered if w not in stopwords})),
+        "Copied": float(sum(w in src for w in lowered)),
+        "StopwordRatio": stops / len(lowered) if lowered else 0.0,
+    }
+
+
+def candidate_features(translation, source: Sequence[str], stopwords: frozenset[str]) -> dict[str, float]:
+    """``F(t)``: the decoder's features of ``translation`` and its genre features."""
+    return {**translation.features, **genre_features(source, translation.words, stopwords)}
+
+
+def feature_matrix(feature_dicts: Sequence[Mapping[str, float]], names: Sequence[str]) -> np.ndarray:
+    """Rows ``F(t)`` over ``names`` (absent features are 0)."""
+    return np.array([[float(f.get(name, 0.0)) for name in names] for f in feature_dicts], dtype=np.float64)
+
+
+def average_precision(ranking: Iterable[str], relevant: frozenset[str] | set[str]) -> float:
+    """trec_eval's AP of one ranking: the mean over the relevant documents of the precision at
+    each one's rank, unretrieved ones counting 0."""
+    if not relevant:
+        return 0.0
+    ranks = np.flatnonzero(np.fromiter((docid in relevant for docid in ranking), dtype=bool)) + 1
+    return float((np.arange(1, len(ranks) + 1) / ranks).sum() / len(relevant))
+
+
+# ============================================================================ MIRA
+
+
+class Instance(NamedTuple):
+    """One query (or one sentence of a multi-sentence query) with its n-best candidates."""
+
+    qid: str
+    features: np.ndarray  # (N, K): F(t_j) a row, the decoder's order (row 0 = its 1-best)
+    ap: np.ndarray  # (N,): AP(t_j)
+
+
+def mira_step(weights: np.ndarray, features: np.ndarray, ap: np.ndarray, C: float) -> tuple[np.ndarray, float]:
+    """One MIRA step (PA-I on the most violated margin constraint) on one instance.
+
+    The oracle is the candidate of highest AP (of highest current score among ties); the
+    constraint is the candidate ``j`` maximizing ``l_j − λ·(F(t*) − F(t_j))``, among those whose
+    features differ from the oracle's.
+
+    Returns
+    -------
+    (numpy.ndarray, float)
+        The new weights and the step size ``τ`` (0 when no constraint is violated).
+    """
+    scores = features @ weights
+    best = ap.max()
+    tied = np.flatnonzero(ap == best)
+    oracle = tied[np.argmax(scores[tied])]
+    delta = features[oracle] - features
+    norms = np.einsum("ij,ij->i", delta, delta)
+    violation = np.where(norms > 0, (best - ap) - (scores[oracle] - scores), -np.inf)
+    j = int(np.argmax(violation))
+    if not violation[j] > 0:
+        return weights, 0.0
+    tau = min(C, float(violation[j] / norms[j]))
+    return weights + tau * delta[j], tau
+
+
+def train_mira(instances: Sequence[Instance], initial: np.ndarray, C: float, epochs: int = MIRA_EPOCHS,
+               seed: int = 0) -> np.ndarray:
+    """Averaged MIRA weights: ``epochs`` passes over ``instances`` in seeded random orders,
+    starting from ``initial``; the mean of the weights after every step."""
+    weights = np.array(initial, dtype=np.float64)
+    total, steps = np.zeros_like(weights), 0
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for i in rng.permutation(len(instances)):
+            weights, _ = mira_step(weights, instances[i].features, instances[i].ap, C)
+            total += weights
+            steps += 1
+    return total / steps if steps else weights
+
+
+def choose(features: np.ndarray, weights: np.ndarray) -> int:
+    """The reranked 1-best: the candidate of highest ``λ·F`` (the earliest, i.e. the decoder's order, on ties)."""
+    return int(np.argmax(features @ weights))
+
+
+def mean_chosen_ap(instances: Sequence[Instance], weights: np.ndarray) -> float:
+    """Mean AP of the candidates ``weights`` choose (over instances)."""
+    return float(np.mean([inst.ap[choose(inst.features, weights)] for inst in instances])) if instances else 0.0
+
+
+def held_out_choices(instances: Sequence[Instance], initial: np.ndarray, grid: Sequence[float],
+                     epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS, seed: int = 0) -> list[np.ndarray]:
+    """Per ``C`` of ``grid``: the AP of the candidate chosen for each instance by weights trained
+    on the other folds (instances in the same order for every ``C``).
+
+    Queries (all sentences of one query together) are split into ``folds`` seeded folds.
+    """
+    qids = sorted({inst.qid for inst in instances})
+    fold_of = dict(zip(qids, np.random.default_rng([seed, 1]).permutation(len(qids)) % folds))
+    parts = [[inst for inst in instances if fold_of[inst.qid] == k] for k in range(folds)]
+    result = []
+    for C in grid:
+        chosen = []
+        for k in range(folds):
+            rest = [inst for m, part in enumerate(parts) if m != k for inst in part]
+            weights = train_mira(rest, initial, C, epochs, seed)
+            chosen.extend(inst.ap[choose(inst.features, weights)] for inst in parts[k])
+        result.append(np.array(chosen, dtype=np.float64))
+    return result
+
+
+def cross_validate(instances: Sequence[Instance], initial: np.ndarray, grid: Sequence[float],
+                   epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS, seed: int = 0) -> list[tuple[float, float]]:
+    """``(C, mean held-out AP of the chosen candidates)`` for each ``C`` of ``grid`` (see :func:`held_out_choices`)."""
+    choices = held_out_choices(instances, initial, grid, epochs, folds, seed)
+    return [(float(C), float(ap.mean()) if len(ap) else 0.0) for C, ap in zip(grid, choices)]
+
+
+def one_standard_error_choice(grid: Sequence[float], choices: Sequence[np.ndarray]) -> float:
+    """The smallest ``C`` whose held-out mean AP is within one standard error of the best one's.
+
+    The "one-standard-error rule" (Hastie, Tibshirani & Friedman, *The Elements of Statistical
+    Learning*, §7.10): the standard error is that of the per-instance paired differences with the
+    best ``C``, so a gain smaller than its own noise keeps the more conservative model (``C = 0``:
+    the decoder's 1-best).
+    """
+    means = [float(ap.mean()) for ap in choices]
+    best = choices[int(np.argmax(means))]
+    for C, ap, mean in sorted(zip(grid, choices, means), key=lambda row: row[0]):
+        diff = best - ap
+        error = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0
+        if max(means) - mean <= error:
+            return float(C)
+    raise AssertionError("unreachable: the best C is within 0 of itself")
+
+
+# ============================================================================ training data
+
+
+def query_words(translation, stop: frozenset[str]) -> list[str]:
+    """The words of a translation that go into the DT query (``stop`` removed, as DT removes them)."""
+    return [w for w in translation.words if w.lower() not in stop]
+
+
+def build_instances(topics, field: str, translator, searcher, qrels, nbest: int = MIRA_NBEST,
+                    stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True):
+    """Training instances: each query's (sentence's) n-best candidates with their features and AP.
+
+    Parameters
+    ----------
+    topics : list of clirplug.io.topics.Topic
+    field : str
+        ``title`` is translated whole, other fields sentence by sentence (as DT does).
+    translator : clirplug.mt.translator.Translator
+    searcher : clirplug.lucene.search.Bm25Searcher
+    qrels : pandas.DataFrame
+        Judgements; ``relevance >= 1`` is relevant. Topics without a relevant document are skipped.
+    nbest : int
+    stopwords : iterable of str
+        Removed from each translation before search (DT's ``--stopwords``).
+    hits : int
+        Depth of each BM25 search (AP is computed over it).
+
+    Returns
+    -------
+    (list of str, list of (str, list of dict, numpy.ndarray)), dict
+        The feature names seen, the instances as (qid, feature dicts, AP) and statistics
+        (searches run, distinct queries, instances, informative ones).
+    """
+    from tqdm import tqdm
+
+    from clirplug.io.topics import topic_field
+    from clirplug.stopwords import load_stopwords
+
+    stop = frozenset(w.lower() for w in stopwords)
+    genre_stop = load_stopwords(GENRE_STOPWORDS)
+    relevant: dict[str, set[str]] = {}
+    for qid, docid, grade in zip(qrels["qid"], qrels["docid"], qrels["relevance"]):
+        if grade >= 1:
+            relevant.setdefault(str(qid), set()).add(str(docid))
+    topics = [t for t in topics if t.id in relevant]
+    translator.restrict_texts([topic_field(t, field) for t in topics], split=field != "title")
+    ap_of: dict[tuple[str, str], float] = {}
+    raw, names, searches = [], set(), 0
+    for topic in tqdm(topics, desc="n-best AP", unit=" topics", disable=not progress, file=sys.stderr):
+        sentences = translator.sentences(topic_field(topic, field), split=field != "title")
+        lists = [translator.translate(tokens, nbest) for tokens in sentences]
+        firsts = [" ".join(query_words(cands[0], stop)) if cands else "" for cands in lists]
+        for s, (tokens, cands) in enumerate(zip(sentences, lists)):
+            if len(cands) < 2:
+                continue  # nothing to choose from
+            aps = []
+            for cand in cands:
+                text = " ".join(part for part in firsts[:s] + [" ".join(query_words(cand, stop))] + firsts[s + 1:]
+                                if part)
+                if (topic.id, text) not in ap_of:
+                    ap_of[topic.id, text] = average_precision((d for d, _ in searcher.search(text, hits)),
+                                                              relevant[topic.id])
+                    searches += 1
+                aps.append(ap_of[topic.id, text])
+            dicts = [candidate_features(cand, tokens, genre_stop) for cand in cands]
+            names.update(*dicts)
+            raw.append((topic.id, dicts, np.array(aps)))
+    informative = sum(1 for _, _, ap in raw if ap.max() > ap.min())
+    stats = {"topics": len(topics), "instances": len(raw), "informative_instances": informative,
+             "searches": searches}
+    return sorted(names), raw, stats
+
+
+# ============================================================================ model
+
+
+class MiraModel:
+    """Reranking weights over ``names`` (decoder and genre features), with the settings they were trained for.
+
+    Parameters
+    ----------
+    names : sequence of str
+    weights : sequence of float
+        The averaged MIRA weights.
+    settings : dict
+        ``kind``, ``nbest``, ``field``, ``C``, ``epochs``, ``seed`` ...
+    stats : dict
+        Training statistics (instances, cross-validation table, train APs).
+    """
+
+    def __init__(self, names: Sequence[str], weights, settings: Mapping, stats: Mapping | None = None):
+        self.names = list(names)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.settings = dict(settings)
+        self.stats = dict(stats or {})
+        self._genre_stop = None
+
+    def rank(self, translations, source: Sequence[str]) -> int:
+        """Index of the reranked 1-best among ``translations`` (n-best of the tokens ``source``)."""
+        if self._genre_stop is None:
+            from clirplug.stopwords import load_stopwords
+
+            self._genre_stop = load_stopwords(GENRE_STOPWORDS)
+        dicts = [candidate_features(t, source, self._genre_stop) for t in translations]
+        return choose(feature_matrix(dicts, self.names), self.weights)
+
+    def save(self, path) -> None:
+        """Write the model as JSON, atomically."""
+        from clirplug.atomic import atomic_open
+
+        data = {"format": FORMAT, "weights": dict(zip(self.names, self.weights.tolist())),
+                "settings": self.settings, "stats": self.stats}
+        with atomic_open(path) as out:
+            json.dump(data, out, indent=1, ensure_ascii=False)
+            out.write("\n")
+
+    @classmethod
+    def load(cls, path) -> MiraModel:
+        """Read a model written by :meth:`save`."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ClirplugError(f"{path}: cannot read a MIRA model ({error})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ClirplugError(f"{path}: not a MIRA model (expected format {FORMAT!r}; train one with "
+                                f"`clirplug train mira`)")
+        weights = data.get("weights")
+        if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
+            raise ClirplugError(f"{path}: field 'weights' must map feature names to numbers")
+        return cls(list(weights), list(weights.values()), data.get("settings", {}), data.get("stats", {}))
+
+
+def _instances_key(topics, qrels, translator, field, nbest, stopwords, hits) -> str:
+    import hashlib
+
+    judged = sorted(zip(qrels["qid"].astype(str), qrels["docid"].astype(str), qrels["relevance"].astype(int)))
+    key = [sorted(t.id for t in topics), judged, translator.kind, sorted(translator.weights.items()),
+           translator.pop_limit, field, nbest, sorted(stopwords), hits]
+    return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
+
+
+def cached_instances(path, key: str, build):
+    """``build()``'s ``(names, raw instances, stats)``, read from ``path`` when it holds them for ``key``, else
+    computed and written there (gzipped JSON, atomically): the BM25 searches are the cost of training."""
+    import gzip
+
+    from clirplug.atomic import atomic_open
+
+    path = Path(path)
+    if path.is_file():
+        try:
+            data = json.loads(gzip.decompress(path.read_bytes()))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and data.get("key") == key:
+            raw = [(qid, [dict(zip(data["names"], row)) for row in rows], np.array(ap)) for qid, rows, ap in data["raw"]]
+            return data["names"], raw, data["stats"]
+    names, raw, stats = build()
+    data = {"key": key, "names": names, "stats": stats,
+            "raw": [(qid, feature_matrix(dicts, names).tolist(), ap.tolist()) for qid, dicts, ap in raw]}
+    with atomic_open(path, "wb") as out:
+        out.write(gzip.compress(json.dumps(data).encode(), mtime=0))
+    return names, raw, stats
+
+
+def train(topics, qrels, translator, searcher, field: str = "title", nbest: int = MIRA_NBEST,
+          grid: Sequence[float] = MIRA_C_GRID, epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS, seed: int = 0,
+          stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True, instances_path=None) -> MiraModel:
+    """Learn reranking weights for ``translator``'s n-best lists on training topics (Nikoulina et al. 2012).
+
+    ``C`` is chosen among ``grid`` by ``folds``-fold cross-validation, then the weights are
+    trained on all instances. See :func:`build_instances` for the parameters; with
+    ``instances_path`` the instances are kept there (see :func:`cached_instances`), keyed by
+    topics, qrels, decoder settings and search options.
+    """
+    stopwords = list(stopwords)
+
+    def build():
+        return build_instances(topics, field, translator, searcher, qrels, nbest, stopwords, hits, progress)
+
+    if instances_path is None:
+        names, raw, stats = build()
+    else:
+        key = _instances_key(topics, qrels, translator, field, nbest, stopwords, hits)
+        names, raw, stats = cached_instances(instances_path, key, build)
+    if not raw:
+        raise ClirplugError("no training topic has a relevant document and two or more translations: "
+                            "check --topics, --qrels and --nbest")
+    instances = [Instance(qid, feature_matrix(dicts, names), ap) for qid, dicts, ap in raw]
+    initial = np.array([translator.weights.get(name, 0.0) for name in names])
+    choices = held_out_choices(instances, initial, grid, epochs, min(folds, len({i.qid for i in instances})), seed)
+    C = one_standard_error_choice(grid, choices)
+    weights = train_mira(instances, initial, C, epochs, seed)
+    stats.update({
+        "cross_validation": [[float(c), round(float(ap.mean()), 6)] for c, ap in zip(grid, choices)], "C": C,
+        "train_ap_decoder_1best": round(mean_chosen_ap(instances, initial), 6),
+        "train_ap_reranked": round(mean_chosen_ap(instances, weights), 6),
+        "train_ap_oracle": round(float(np.mean([inst.ap.max() for inst in instances])), 6),
+        "initial_weights": dict(zip(names, initial.tolist())),
+    })
+    settings = {"kind": translator.kind, "nbest": nbest, "field": field, "C": C, "epochs": epochs, "folds": folds,
+                "seed": seed, "pop_limit": translator.pop_limit, "hits": hits}
+    return MiraModel(names, weights, settings, stats)
+
+
+# ============================================================================ DT with the reranked 1-best
+
+
+def reranked_query(translator, model: MiraModel, text: str, split_sentences: bool,
+                   stopwords: Iterable[str] = ()) -> str:
+    """The DT query of ``text`` with each sentence's n-best list reranked by ``model``."""
+    stop = frozenset(w.lower() for w in stopwords)
+    words = []
+    for tokens in translator.sentences(text, split=split_sentences):
+        cands = translator.translate(tokens, int(model.settings.get("nbest", MIRA_NBEST)))
+        if cands:
+            words.extend(query_words(cands[model.rank(cands, tokens)], stop))
+    return " ".join(words)
+
+
+def search_run(args, topics):
+    """``clirplug search --method dt-mira``: DT with the MIRA-reranked 1-best of each sentence."""
+    from tqdm import tqdm
+
+    from clirplug.io.topics import topic_field
+    from clirplug.lucene.search import bm25_search
+    from clirplug.mt.translator import Translator
+    from clirplug.stopwords import read_stopwords
+
+    if not args.model or not args.mira:
+        raise ClirplugError("--method dt-mira needs --model DIR (the translation model) and --mira FILE "
+                            "(weights from `clirplug train mira`)")
+    model = MiraModel.load(args.mira)
+    kind = model.settings.get("kind")
+    if kind is not None and kind != args.kind:
+        raise ClirplugError(f"{args.mira}: trained on {kind} n-best lists; give --kind {kind}")
+    translator = Translator(args.model, kind=args.kind)
+    translator.restrict_texts([topic_field(t, args.field) for t in topics], split=args.field != "title")
+    stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
+    queries = {t.id: reranked_query(translator, model, topic_field(t, args.field), args.field != "title", stopwords)
+               for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}
+    return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)

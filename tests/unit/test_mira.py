@@ -1,0 +1,148 @@
+"""MIRA n-best reranking (clirplug.rerank.mira): updates computed by hand, AP against trec_eval's, the model file."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.rerank.mira import (
+    Instance,
+    MiraModel,
+    average_precision,
+    choose,
+    cross_validate,
+    genre_features,
+    mira_step,
+    one_standard_error_choice,
+    train_mira,
+)
+
+# Three candidates over two features; the decoder's weights (1, 0) rank candidate 0 first.
+FEATURES = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 3.0]])
+AP = np.array([0.2, 0.8, 0.5])
+
+
+def test_first_update_by_hand():
+    # scores (2, 1, 0); oracle = candidate 1 (AP 0.8). Violations l_j - (s_o - s_j):
+    # j=0: 0.6 - (1 - 2) = 1.6, Δ = (-1, 1), |Δ|² = 2; j=2: 0.3 - (1 - 0) = -0.7.
+    # τ = min(C, 1.6 / 2) = 0.8; w = (1, 0) + 0.8 (-1, 1) = (0.2, 0.8).
+    weights, tau = mira_step(np.array([1.0, 0.0]), FEATURES, AP, C=1.0)
+    assert tau == pytest.approx(0.8)
+    np.testing.assert_allclose(weights, [0.2, 0.8])
+    # the oracle now beats candidate 0 by exactly its loss 0.6 (PA: the smallest change)
+    scores = FEATURES @ weights
+    assert scores[1] - scores[0] == pytest.approx(0.6)
+
+
+def test_clip_limits_the_step():
+    weights, tau = mira_step(np.array([1.0, 0.0]), FEATURES, AP, C=0.5)
+    assert tau == 0.5
+    np.testing.assert_allclose(weights, [0.5, 0.5])
+
+
+def test_second_update_and_average_by_hand():
+    # from (0.2, 0.8): scores (0.4, 1.0, 2.4); j=0: 0.6 - 0.6 = 0; j=2: 0.3 - (1.0 - 2.4) = 1.7,
+    # Δ = (1, -2), |Δ|² = 5, τ = 0.34; w = (0.2 + 0.34, 0.8 - 0.68) = (0.54, 0.12).
+    weights, tau = mira_step(np.array([0.2, 0.8]), FEATURES, AP, C=1.0)
+    assert tau == pytest.approx(0.34)
+    np.testing.assert_allclose(weights, [0.54, 0.12])
+    # two epochs over the one instance: the average of (0.2, 0.8) and (0.54, 0.12)
+    averaged = train_mira([Instance("q", FEATURES, AP)], np.array([1.0, 0.0]), C=1.0, epochs=2)
+    np.testing.assert_allclose(averaged, [0.37, 0.46])
+
+
+def test_zero_clip_keeps_the_decoder_weights():
+    start = np.array([1.0, 0.0])
+    np.testing.assert_array_equal(train_mira([Instance("q", FEATURES, AP)], start, C=0.0, epochs=3), start)
+    table = cross_validate([Instance(f"q{i}", FEATURES, AP) for i in range(4)], start, [0.0, 1.0], folds=2)
+    assert table[0] == (0.0, pytest.approx(0.2))  # the decoder's 1-best, candidate 0
+    assert table[1][1] > 0.2  # updates move away from the decoder's choice
+
+
+def test_no_update_when_the_oracle_wins_by_its_margins():
+    # scores (0, 1, 0.5): the oracle (1) beats 0 by 1 >= 0.6 and 2 by 0.5 >= 0.3
+    weights = np.array([0.1, 0.0])
+    feats = np.array([[0.0, 0.0], [10.0, 0.0], [5.0, 0.0]])
+    kept, tau = mira_step(weights, feats, AP, C=1.0)
+    assert tau == 0.0 and kept is weights
+
+
+def test_oracle_ties_take_the_highest_score_and_identical_features_are_skipped():
+    feats = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    ap = np.array([0.5, 0.5, 0.0])  # candidates 0 and 1 tie; candidate 2 has the oracle 0's features
+    weights, tau = mira_step(np.array([1.0, 0.0]), feats, ap, C=10.0)
+    # oracle = 0 (score 1 > 0); candidate 2 has Δ = 0 (cannot be separated): no violated constraint left
+    # (candidate 1: loss 0, margin 1 - 0 >= 0)
+    assert tau == 0.0
+    np.testing.assert_array_equal(weights, [1.0, 0.0])
+
+
+def test_choose_keeps_the_decoder_order_on_ties():
+    assert choose(np.array([[1.0], [1.0], [0.0]]), np.array([2.0])) == 0
+    assert choose(FEATURES, np.array([0.0, 1.0])) == 2
+
+
+def test_training_separates_a_separable_problem():
+    # brute force check: on random instances whose AP is a linear function of the features,
+    # the averaged weights pick the best-AP candidate far more often than the start weights
+    rng = np.random.default_rng(3)
+    truth = np.array([1.0, -2.0, 0.5])
+    instances = []
+    for i in range(60):
+        feats = rng.normal(size=(8, 3))
+        utility = feats @ truth
+        ap = (utility - utility.min()) / (utility.max() - utility.min())
+        instances.append(Instance(f"q{i}", feats, ap))
+    start = np.array([0.0, 1.0, 0.0])
+    learned = train_mira(instances, start, C=1.0, epochs=10, seed=0)
+    hits = lambda w: sum(choose(inst.features, w) == int(np.argmax(inst.ap)) for inst in instances)
+    assert hits(learned) >= 50 > hits(start)
+    # deterministic given the seed
+    np.testing.assert_array_equal(learned, train_mira(instances, start, C=1.0, epochs=10, seed=0))
+    table = cross_validate(instances, start, [1e-6, 1.0], epochs=5, folds=3)
+    assert [c for c, _ in table] == [1e-6, 1.0] and table[1][1] > table[0][1]
+
+
+def test_average_precision_equals_trec_eval():
+    from clirplug.eval.measures import evaluate
+
+    ranking = ["d3", "d1", "d7", "d2", "d9"]
+    relevant = {"d1", "d2", "d4"}
+    # hand: relevant at ranks 2 and 4 -> (1/2 + 2/4) / 3
+    assert average_precision(ranking, relevant) == pytest.approx((0.5 + 0.5) / 3)
+    run = pd.DataFrame({"qid": "q", "docid": ranking, "rank": range(1, 6), "score": [5.0, 4, 3, 2, 1]})
+    qrels = pd.DataFrame({"qid": ["q"] * 4, "docid": ["d1", "d2", "d3", "d4"], "relevance": [1, 1, 0, 2]})
+    value = evaluate(qrels, {"r": run}, ["MAP"])["value"].iloc[0]
+    assert average_precision(ranking, relevant) == pytest.approx(value)
+    assert average_precision(ranking, set()) == 0.0
+
+
+def test_genre_features_by_hand():
+    stop = frozenset({"the", "of"})
+    f = genre_features(["grub", "Konfiguration"], ["the", "GRUB", "configuration", "of", "grub"], stop)
+    assert f == {"QueryLength": 2.0, "Copied": 2.0, "StopwordRatio": 0.4}
+    assert genre_features(["x"], [], stop) == {"QueryLength": 0.0, "Copied": 0.0, "StopwordRatio": 0.0}
+
+
+def test_model_file_round_trip_and_errors(tmp_path):
+    model = MiraModel(["LanguageModel", "Copied"], [0.5, -1.25], {"kind": "flat", "nbest": 10}, {"C": 0.01})
+    model.save(tmp_path / "m.json")
+    loaded = MiraModel.load(tmp_path / "m.json")
+    assert loaded.names == model.names and loaded.settings == model.settings
+    np.testing.assert_array_equal(loaded.weights, model.weights)
+    (tmp_path / "bad.json").write_text('{"format": "other"}')
+    with pytest.raises(ClirplugError, match="bad.json: not a MIRA model"):
+        MiraModel.load(tmp_path / "bad.json")
+    with pytest.raises(ClirplugError, match="missing.json: cannot read"):
+        MiraModel.load(tmp_path / "missing.json")
+
+
+def test_one_standard_error_rule_by_hand():
+    grid = [0.0, 0.1, 1.0]
+    base = np.array([0.5, 0.5, 0.5, 0.5])
+    # C = 1 gains 0.1 on every instance (no noise): it is chosen
+    assert one_standard_error_choice(grid, [base, base, base + 0.1]) == 1.0
+    # C = 1 gains 0.05 on average with differences (0.2, 0.2, 0, -0.2):
+    # SE = sqrt((0.15² + 0.15² + 0.05² + 0.25²) / 3) / 2 = 0.0957 > 0.05, so C = 0 is kept
+    noisy = base + np.array([0.2, 0.2, 0.0, -0.2])
+    assert one_standard_error_choice(grid, [base, base, noisy]) == 0.0
