@@ -68,7 +68,7 @@ def dt_from_forests(translator, forests, topics, field, index):
     queries = {}
     for topic in topics:
         words = []
-        for tokens in translator.sentences(topic_field(topic, field), split=field != "title"):
+        for tokens in translator.topic_sentences(topic, field):
             forest = forests.forest(tokens)
             best = kbest(forest, translator.weights, 1)
             if best:
@@ -126,7 +126,7 @@ def main():
         qrels = qrels[qrels["qid"].isin({t.id for t in topics})]
     translator = Translator(args.model, kind=args.kind)
     for field in args.fields:  # load only the grammar rules these topics can use (when a forest is missing)
-        translator.restrict_texts([topic_field(t, field) for t in topics], split=field != "title")
+        translator.restrict_topics(topics, field)
     index = LuceneIndex(args.index, progress=False)
     base = BowfdWeights.load(args.v_weights) if args.v_weights else BowfdWeights(smt={}, v=args.v or 1.6)
     base.smt = {**translator.weights, **base.smt}

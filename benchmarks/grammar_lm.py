@@ -68,12 +68,17 @@ def grammar_row(kind: str, model: Path) -> str:
     )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_and_data(description: str, argv=None) -> tuple[Path, Path]:
+    """The ``--model`` folder and the ``--data`` collection folder (default manclir-de), resolved."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "manclir-de")
     args = parser.parse_args(argv)
-    model, data = args.model.resolve(), args.data.resolve()
+    return args.model.resolve(), args.data.resolve()
+
+
+def main(argv=None):
+    model, data = model_and_data(__doc__.splitlines()[0], argv)
 
     arpa = model / "lm.arpa"
     lm_figures = measured(clirplug("train", "lm", "--text", str(data / "bitext.train.en"),

@@ -13,14 +13,13 @@ Then the same four commands run a second time: each finds its stage record curre
 skipped (resumability from the output files), which the second table shows.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from grammar_lm import clirplug, measured  # noqa: E402
+from grammar_lm import clirplug, measured, model_and_data  # noqa: E402
 
 
 def stages(model: Path, data: Path) -> list[tuple[str, list[str]]]:
@@ -38,11 +37,7 @@ def stages(model: Path, data: Path) -> list[tuple[str, list[str]]]:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "manclir-de")
-    args = parser.parse_args(argv)
-    model, data = args.model.resolve(), args.data.resolve()
+    model, data = model_and_data(__doc__.splitlines()[0], argv)
     if model.exists() and any(model.iterdir()):
         raise SystemExit(f"{model}: not empty; the benchmark times training from scratch")
 

@@ -86,7 +86,7 @@ def run(args):
     rng = np.random.default_rng(args.seed)
     if args.max_topics and args.max_topics < len(topics):
         topics = [topics[i] for i in sorted(rng.choice(len(topics), args.max_topics, replace=False))]
-    translator.restrict_texts([topic_field(t, args.field) for t in topics], split=args.field != "title")
+    translator.restrict_topics(topics, args.field)
     held_ids = set()
     if args.holdout > 0:
         count = max(1, round(args.holdout * len(topics)))

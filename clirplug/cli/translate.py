@@ -40,7 +40,7 @@ def run(args):
 
     from clirplug.atomic import atomic_open
     from clirplug.errors import ClirplugError
-    from clirplug.io.topics import read_topics, topic_field
+    from clirplug.io.topics import read_topics
     from clirplug.mt.features import read_weights
     from clirplug.mt.grammar import format_rule
     from clirplug.mt.translator import Translator, translation_json
@@ -52,7 +52,7 @@ def run(args):
     translator = Translator(args.model, args.kind, weights, pop_limit=args.pop_limit, src_lang=args.src_lang,
                             cache=not args.no_cache)
     if path.suffix.lower() in TOPIC_SUFFIXES:
-        items = [(t.id, translator.sentences(topic_field(t, args.field), split=args.field != "title"))
+        items = [(t.id, translator.topic_sentences(t, args.field))
                  for t in read_topics(path)]
         plain = False
     else:

@@ -54,6 +54,20 @@ class Measure(NamedTuple):
 _CUSTOM = re.compile(r"^(?P<family>[A-Za-z_]+)@(?P<cutoff>\d+)$")
 
 
+def average_precision(hits, num_relevant: int) -> float:
+    """trec_eval's AP of one ranking, for training loops that score many rankings.
+
+    ``hits[i]`` is true (non-zero) when the document at rank ``i + 1`` is relevant;
+    ``num_relevant`` counts every relevant document, so unretrieved ones contribute 0.
+    """
+    import numpy as np
+
+    if num_relevant == 0:
+        return 0.0
+    ranks = np.flatnonzero(np.asarray(hits, dtype=bool)) + 1
+    return float((np.arange(1, len(ranks) + 1) / ranks).sum() / num_relevant)
+
+
 def _parse_one(name):
     import ir_measures
 

@@ -410,7 +410,7 @@ def _translate_chunk(task):
     from clirplug.qt.dt import translate_query
 
     translator = Translator(model_dir, kind=kind, src_lang=lang)
-    translator.restrict_texts([topic_field(t, field_name) for t in topics], split=field_name != "title")
+    translator.restrict_topics(topics, field_name)
     results = []
     for topic in topics:
         start = time.perf_counter()

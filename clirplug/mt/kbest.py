@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import sys
 from collections.abc import Callable, Hashable, Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -67,6 +68,17 @@ class _KBest:
         return Derivation(float(score), e, tuple(self.tree(t, r) for t, r in zip(self.hg.tails[e], ranks)))
 
 
+@contextmanager
+def _recursion_room(hg: Hypergraph):
+    """Raise Python's recursion limit for the lazy recursion over ``hg``'s levels, then restore it."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20 * int(hg.levels.max(initial=0)) + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> list[Derivation]:
     """The ``k`` best derivations of the goal, best first (fewer if the forest has fewer).
 
@@ -75,13 +87,9 @@ def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> 
     if k < 1:
         return []
     search = _KBest(hg, hg.edge_scores(weights))
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20 * int(hg.levels.max(initial=0)) + 1000))
-    try:
+    with _recursion_room(hg):
         search.kth(hg.goal, k - 1)
         return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int,
@@ -94,9 +102,7 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
     if k < 1:
         return []
     search = _KBest(hg, hg.edge_scores(weights))
-    recursion = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(recursion, 20 * int(hg.levels.max(initial=0)) + 1000))
-    try:
+    with _recursion_room(hg):
         kept, keys = [], set()
         for i in range(limit):
             search.kth(hg.goal, i)
@@ -110,5 +116,3 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
                 if len(kept) == k:
                     break
         return kept
-    finally:
-        sys.setrecursionlimit(recursion)

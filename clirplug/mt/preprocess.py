@@ -80,6 +80,16 @@ def split_sentences(text: str, lang: str) -> list[str]:
     return [sentence for sentence in sentences if sentence]
 
 
+def topic_sentences(topic, field: str, lang: str, tokenize: Callable[[str], list[str]]) -> list[list[str]]:
+    """A topic's ``field`` as MT token lists: a ``title`` whole, any other field one list per
+    sentence (queries are translated so by DT, PSQ, BOW-FD and MIRA alike); empty ones dropped."""
+    from clirplug.io.topics import topic_field
+
+    text = topic_field(topic, field)
+    parts = [text] if field == "title" else split_sentences(text, lang)
+    return [tokens for tokens in map(tokenize, parts) if tokens]
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into tokens (case kept); see the module docstring for the rules."""
     return TOKEN.findall(unicodedata.normalize("NFC", text))

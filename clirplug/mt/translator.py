@@ -31,7 +31,7 @@ from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
 from clirplug.mt.grammar import format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
-from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences
+from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences, topic_sentences
 
 KINDS = ("hiero", "flat")
 
@@ -109,9 +109,9 @@ class Translator:
                                     max_span=self.max_span)
         return self._decoder
 
-    def restrict_texts(self, texts: Sequence[str], split: bool = True) -> None:
-        """:meth:`restrict` to the sentences of ``texts`` (as :meth:`sentences` splits them)."""
-        self.restrict([tokens for text in texts for tokens in self.sentences(text, split)])
+    def restrict_topics(self, topics, field: str) -> None:
+        """:meth:`restrict` to the sentences of the topics' ``field`` (:meth:`topic_sentences`)."""
+        self.restrict([tokens for topic in topics for tokens in self.topic_sentences(topic, field)])
 
     def _decoder_for(self, tokens: Sequence[str]) -> Decoder:
         if self._vocabulary is not None:
@@ -144,6 +144,10 @@ class Translator:
         if self.cache:
             with atomic_open(path, "wb") as out:
                 out.write(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
+
+    def topic_sentences(self, topic, field: str) -> list[list[str]]:
+        """A topic's ``field`` as token lists, a title whole (:func:`clirplug.mt.preprocess.topic_sentences`)."""
+        return topic_sentences(topic, field, self.src_lang, self.tokenize)
 
     def sentences(self, text: str, split: bool = True) -> list[list[str]]:
         """``text`` as MT token lists: one per sentence (``split``) or one for the whole text."""

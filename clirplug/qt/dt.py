@@ -42,10 +42,8 @@ def dt_run(args, topics):
 
     if not args.model:
         raise ClirplugError("--method dt needs --model DIR (a model trained by `clirplug train`)")
-    from clirplug.io.topics import topic_field
-
     translator = Translator(args.model, kind=args.kind)
-    translator.restrict_texts([topic_field(t, args.field) for t in topics], split=args.field != "title")
+    translator.restrict_topics(topics, args.field)
     stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
     queries = dt_queries(topics, args.field, translator, stopwords, progress=not args.quiet)
     return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)

@@ -161,7 +161,7 @@ def builder_from_args(args, settings, topics=None):
     """
     from pathlib import Path
 
-    from clirplug.mt.preprocess import preprocessor
+    from clirplug.mt.preprocess import preprocessor, topic_sentences
     from clirplug.qt.psq_tables import PsqBuilder, PsqTable
 
     if args.table:
@@ -171,7 +171,7 @@ def builder_from_args(args, settings, topics=None):
         raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
     tokenize = preprocessor(args.src_lang, model)
     sentences = None if topics is None else [
-        tokens for topic in topics for tokens in query_sentences(topic, args.field, args.src_lang, tokenize)]
+        tokens for topic in topics for tokens in topic_sentences(topic, args.field, args.src_lang, tokenize)]
     token = grammar = translate = None
     if settings.weights["token"] > 0:
         from clirplug.mt.lexicon import LexicalTable
@@ -197,19 +197,12 @@ def builder_from_args(args, settings, topics=None):
     return PsqBuilder(settings, token, grammar, translate), tokenize
 
 
-def query_sentences(topic, field: str, src_lang: str, tokenize) -> list[list[str]]:
-    """The token lists of a topic's ``field``: one per sentence, a ``title`` whole (as DT translates it)."""
-    from clirplug.io.topics import topic_field
-    from clirplug.mt.preprocess import split_sentences
-
-    text = topic_field(topic, field)
-    parts = [text] if field == "title" else split_sentences(text, src_lang)
-    return [tokens for tokens in map(tokenize, parts) if tokens]
-
-
 def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
-    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise, see :func:`query_sentences`)."""
-    return {topic.id: builder.query(query_sentences(topic, args.field, args.src_lang, tokenize)) for topic in topics}
+    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise, see
+    :func:`clirplug.mt.preprocess.topic_sentences`)."""
+    from clirplug.mt.preprocess import topic_sentences
+
+    return {topic.id: builder.query(topic_sentences(topic, args.field, args.src_lang, tokenize)) for topic in topics}
 
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,

@@ -603,7 +603,6 @@ class NoLMForests:
 def rerank_run(args, topics):
     """``clirplug rerank --method bowfd``: BOW-FD over ``args.candidates`` (see ``clirplug.cli.rerank``)."""
     from clirplug.io.runs import read_run
-    from clirplug.io.topics import topic_field
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
 
@@ -611,7 +610,7 @@ def rerank_run(args, topics):
         if not getattr(args, option, None):
             raise ClirplugError(f"--method bowfd needs --{option}")
     translator = Translator(args.model, kind=args.kind)
-    translator.restrict_texts([topic_field(t, args.field or "title") for t in topics], split=(args.field or "title") != "title")
+    translator.restrict_topics(topics, args.field or "title")
     if args.weights:
         weights = BowfdWeights.load(args.weights)
         weights.smt = {**translator.weights, **weights.smt}

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from clirplug.errors import ClirplugError
+from clirplug.eval.measures import average_precision
 from clirplug.rerank.bowfd import (
     IR_PREFIX,
     SMT_PREFIX,
@@ -195,15 +196,6 @@ def _shard_epoch(job):
     shard, theta, optimizer, mask, k = job
     theta, loss, violated = train_epoch(_SHARDS[shard], theta, optimizer, mask, k)
     return theta, optimizer, loss, violated
-
-
-def average_precision(ranked_relevance: np.ndarray, num_relevant: int) -> float:
-    """AP of one ranking (relevance ``> 0`` counts), over ``num_relevant`` judged relevant documents."""
-    hits = ranked_relevance > 0
-    if num_relevant == 0:
-        return 0.0
-    precision = np.cumsum(hits) / np.arange(1, len(hits) + 1)
-    return float(precision[hits].sum() / num_relevant)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from clirplug.errors import ClirplugError
+from clirplug.eval.measures import average_precision
 from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NBEST
 
 GENRE_FEATURES = ("QueryLength", "Copied", "StopwordRatio")
@@ -71,15 +72,6 @@ def candidate_features(translation, source: Sequence[str], stopwords: frozenset[
 def feature_matrix(feature_dicts: Sequence[Mapping[str, float]], names: Sequence[str]) -> np.ndarray:
     """Rows ``F(t)`` over ``names`` (absent features are 0)."""
     return np.array([[float(f.get(name, 0.0)) for name in names] for f in feature_dicts], dtype=np.float64)
-
-
-def average_precision(ranking: Iterable[str], relevant: frozenset[str] | set[str]) -> float:
-    """trec_eval's AP of one ranking: the mean over the relevant documents of the precision at
-    each one's rank, unretrieved ones counting 0."""
-    if not relevant:
-        return 0.0
-    ranks = np.flatnonzero(np.fromiter((docid in relevant for docid in ranking), dtype=bool)) + 1
-    return float((np.arange(1, len(ranks) + 1) / ranks).sum() / len(relevant))
 
 
 # ============================================================================ MIRA
@@ -225,7 +217,6 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
     """
     from tqdm import tqdm
 
-    from clirplug.io.topics import topic_field
     from clirplug.stopwords import load_stopwords
 
     stop = frozenset(w.lower() for w in stopwords)
@@ -235,11 +226,11 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
         if grade >= 1:
             relevant.setdefault(str(qid), set()).add(str(docid))
     topics = [t for t in topics if t.id in relevant]
-    translator.restrict_texts([topic_field(t, field) for t in topics], split=field != "title")
+    translator.restrict_topics(topics, field)
     ap_of: dict[tuple[str, str], float] = {}
     raw, names, searches = [], set(), 0
     for topic in tqdm(topics, desc="n-best AP", unit=" topics", disable=not progress, file=sys.stderr):
-        sentences = translator.sentences(topic_field(topic, field), split=field != "title")
+        sentences = translator.topic_sentences(topic, field)
         lists = [translator.translate(tokens, nbest) for tokens in sentences]
         firsts = [" ".join(query_words(cands[0], stop)) if cands else "" for cands in lists]
         for s, (tokens, cands) in enumerate(zip(sentences, lists)):
@@ -250,8 +241,8 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
                 text = " ".join(part for part in firsts[:s] + [" ".join(query_words(cand, stop))] + firsts[s + 1:]
                                 if part)
                 if (topic.id, text) not in ap_of:
-                    ap_of[topic.id, text] = average_precision((d for d, _ in searcher.search(text, hits)),
-                                                              relevant[topic.id])
+                    found = [d in relevant[topic.id] for d, _ in searcher.search(text, hits)]
+                    ap_of[topic.id, text] = average_precision(found, len(relevant[topic.id]))
                     searches += 1
                 aps.append(ap_of[topic.id, text])
             dicts = [candidate_features(cand, tokens, genre_stop) for cand in cands]
@@ -427,7 +418,7 @@ def search_run(args, topics):
     if kind is not None and kind != args.kind:
         raise ClirplugError(f"{args.mira}: trained on {kind} n-best lists; give --kind {kind}")
     translator = Translator(args.model, kind=args.kind)
-    translator.restrict_texts([topic_field(t, args.field) for t in topics], split=args.field != "title")
+    translator.restrict_topics(topics, args.field)
     stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
     queries = {t.id: reranked_query(translator, model, topic_field(t, args.field), args.field != "title", stopwords)
                for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}

@@ -3,11 +3,11 @@
 import pandas as pd
 import pytest
 
-from clirplug.io.topics import Topic
+from clirplug.eval.measures import average_precision
+from clirplug.io.topics import Topic, topic_field
 from clirplug.lucene.search import Bm25Searcher
 from clirplug.mt.decoder import Translation
 from clirplug.rerank.mira import (
-    average_precision,
     build_instances,
     reranked_query,
     train,
@@ -36,7 +36,10 @@ class FakeTranslator:
     def translate(self, tokens, nbest=1):
         return self.lists[tuple(tokens)][:nbest]
 
-    def restrict_texts(self, texts, split=True):
+    def topic_sentences(self, topic, field):
+        return self.sentences(topic_field(topic, field), split=field != "title")
+
+    def restrict_topics(self, topics, field):
         pass
 
 
@@ -56,7 +59,7 @@ def test_instances_hold_bm25_ap_of_each_candidate(searcher):
     assert names == ["Copied", "LanguageModel", "QueryLength", "StopwordRatio"]
     assert len(raw) == 2 and stats["instances"] == 2
     # sentence 0 varies, sentence 1 stays at its 1-best "remove" (and the other way round)
-    ap = lambda text: average_precision((d for d, _ in searcher.search(text)), {"cp.1"})
+    ap = lambda text: average_precision([d == "cp.1" for d, _ in searcher.search(text)], 1)
     assert raw[0][2].tolist() == [ap("directory remove"), ap("folder remove")]
     assert raw[1][2].tolist() == [ap("directory remove"), ap("directory copy")]
     assert raw[1][2][1] > raw[1][2][0]  # "copy" finds cp.1

@@ -324,7 +324,6 @@ from clirplug.rerank.bowfd_train import (
     HeldOut,
     TrainConfig,
     TrainQuery,
-    average_precision,
     train,
     train_epoch,
     training_documents,
@@ -425,6 +424,8 @@ def test_training_pairs_and_margins():
 
 
 def test_average_precision_by_hand():
+    from clirplug.eval.measures import average_precision
+
     assert average_precision(np.array([0, 2, 0, 1]), 3) == pytest.approx((1 / 2 + 2 / 4) / 3)
     assert average_precision(np.array([0, 0]), 0) == 0.0
 

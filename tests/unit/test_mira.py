@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 from clirplug.errors import ClirplugError
+from clirplug.eval.measures import average_precision
 from clirplug.rerank.mira import (
     Instance,
     MiraModel,
-    average_precision,
     choose,
     cross_validate,
     genre_features,
@@ -109,12 +109,13 @@ def test_average_precision_equals_trec_eval():
     ranking = ["d3", "d1", "d7", "d2", "d9"]
     relevant = {"d1", "d2", "d4"}
     # hand: relevant at ranks 2 and 4 -> (1/2 + 2/4) / 3
-    assert average_precision(ranking, relevant) == pytest.approx((0.5 + 0.5) / 3)
+    hits = [docid in relevant for docid in ranking]
+    assert average_precision(hits, len(relevant)) == pytest.approx((0.5 + 0.5) / 3)
     run = pd.DataFrame({"qid": "q", "docid": ranking, "rank": range(1, 6), "score": [5.0, 4, 3, 2, 1]})
     qrels = pd.DataFrame({"qid": ["q"] * 4, "docid": ["d1", "d2", "d3", "d4"], "relevance": [1, 1, 0, 2]})
     value = evaluate(qrels, {"r": run}, ["MAP"])["value"].iloc[0]
-    assert average_precision(ranking, relevant) == pytest.approx(value)
-    assert average_precision(ranking, set()) == 0.0
+    assert average_precision(hits, len(relevant)) == pytest.approx(value)
+    assert average_precision([False] * len(ranking), 0) == 0.0
 
 
 def test_genre_features_by_hand():

@@ -245,12 +245,12 @@ def test_builders_sharing_a_memo_decode_each_sentence_once():
 
 
 def test_query_sentences_split_desc_but_not_title():
-    from clirplug.qt.psq import query_sentences
+    from clirplug.mt.preprocess import topic_sentences
 
     topic = SimpleNamespace(title="Ein Titel. Mit Punkt", desc="Erster Satz. Zweiter Satz.")
     tokenize = str.split
-    assert query_sentences(topic, "title", "de", tokenize) == [["Ein", "Titel.", "Mit", "Punkt"]]
-    assert query_sentences(topic, "desc", "de", tokenize) == [["Erster", "Satz."], ["Zweiter", "Satz."]]
+    assert topic_sentences(topic, "title", "de", tokenize) == [["Ein", "Titel.", "Mit", "Punkt"]]
+    assert topic_sentences(topic, "desc", "de", tokenize) == [["Erster", "Satz."], ["Zweiter", "Satz."]]
 
 
 def test_nbest_one_to_many_spans_lucene_stopwords():
