@@ -157,7 +157,8 @@ def builder_from_args(args, settings, topics=None):
     """The :class:`PsqBuilder` and the source tokenizer of ``--table`` or ``--model`` (``args``) for ``settings``.
 
     With ``topics``, only the grammar rules usable on their ``args.field`` are loaded (for
-    Pr_grammar and the decoder of Pr_nbest); other queries still work, only slower.
+    Pr_grammar and the decoder of Pr_nbest): build queries of those topics only, since
+    Pr_grammar of other words would miss their rules (the decoder reloads by itself).
     """
     from pathlib import Path
 
