@@ -99,12 +99,6 @@ def main():
     if args.run:
         write_run(run, args.run, tag="boost")
     scores = evaluate(dev_qrels, {"boost": run}, ["MAP", "nDCG@10", "P@10", "PRES@1000"])
-    # the two parts of f on their own: f = learned + beta * identity
-    parts = {t.id: model.score_parts(topic_field(t, query_field), collection) for t in dev_topics}
-    ablation = {name: pd.concat([pd.DataFrame({"qid": qid, "docid": collection.docids, "score": pick(learned, identity)})
-                                 .nlargest(1000, "score", keep="first") for qid, (learned, identity) in parts.items()])
-                for name, pick in (("learned pairs only (beta = 0)", lambda a, b: a), ("identity features only", lambda a, b: b))}
-    ablation_scores = evaluate(dev_qrels, ablation, ["MAP", "PRES@1000"])
     stats = model.stats
 
     print(f"Config: `{json.dumps({k: v for k, v in vars(config).items()})}`, beta = {model.beta:g}"
@@ -130,15 +124,21 @@ def main():
     print("\n| dev measure | value |\n|---|---|")
     for measure, value in zip(scores["measure"], scores["value"]):
         print(f"| {measure} | {value:.4f} |")
+    print("\nTop of the table (t = first iteration chosen, w = bag-averaged weight):\n\n```")
+    print("\n".join(model.table(20)))
+    print("```", flush=True)  # the slow ablation below (a second whole-collection pass) cannot lose these figures
+    # the two parts of f on their own: f = learned + beta * identity
+    parts = {t.id: model.score_parts(topic_field(t, query_field), collection) for t in dev_topics}
+    ablation = {name: pd.concat([pd.DataFrame({"qid": qid, "docid": collection.docids, "score": pick(learned, identity)})
+                                 .nlargest(1000, "score", keep="first") for qid, (learned, identity) in parts.items()])
+                for name, pick in (("learned pairs only (beta = 0)", lambda a, b: a), ("identity features only", lambda a, b: b))}
+    ablation_scores = evaluate(dev_qrels, ablation, ["MAP", "PRES@1000"])
     print("\n| dev run | MAP | PRES@1000 |\n|---|---|---|")
     values = {(r, m): v for r, m, v in zip(scores["run"], scores["measure"], scores["value"])}
     print(f"| Boost, beta = {model.beta:g} | {values['boost', 'MAP']:.4f} | {values['boost', 'PRES@1000']:.4f} |")
     values = {(r, m): v for r, m, v in zip(ablation_scores["run"], ablation_scores["measure"], ablation_scores["value"])}
     for name in ablation:
         print(f"| {name} | {values[name, 'MAP']:.4f} | {values[name, 'PRES@1000']:.4f} |")
-    print("\nTop of the table (t = first iteration chosen, w = bag-averaged weight):\n\n```")
-    print("\n".join(model.table(20)))
-    print("```")
 
 
 if __name__ == "__main__":

@@ -4,15 +4,16 @@ Usage:
   .venv/bin/python benchmarks/psq.py tune [--variants ...]  # search on train (MAP), writes runs/psq.<variant>.<field>.params.json
   .venv/bin/python benchmarks/psq.py report    # dev runs of the tuned settings, table with floor/ceiling/DT, p-values
   .venv/bin/python benchmarks/psq.py identity  # identity table vs Lucene BM25 on every dev title and desc
-  .venv/bin/python benchmarks/psq.py latency   # PSQ vs a weighted Lucene BooleanQuery, same expanded terms
+  .venv/bin/python benchmarks/psq.py latency   # PSQ (best on train) vs a weighted Lucene BooleanQuery, same expanded terms
 
 Variants: ``token`` (Pr_token), and with a grammar and an LM in the model folder
 ``grammar.<h>`` (Pr_grammar), ``nbest.<h>`` (Pr_nbest) and ``interp.<h>`` (their interpolation
 with Pr_token) for each alignment heuristic ``h``. ``token`` searches the full grid
 p_L x p_C x stopwords; the others a coordinate search (one axis at a time, the others at their
 best so far): ``grammar``/``nbest`` start from the token setting of the field and move
-(``nbest`` only: the derivation score scale, then) p_L, p_C, stopwords; ``interp`` starts from the ``nbest`` setting of the same heuristic and moves
-λ over the simplex in steps of 1/4, then p_L and p_C. Only the train split is searched; dev is
+(``nbest`` only: the derivation score scale, then) p_L, p_C, stopwords (``nbest``: then the
+orphan mass); ``interp`` starts from the ``nbest`` setting of the same heuristic and moves
+λ over the simplex in steps of 1/4, then p_L, p_C and the orphan mass. Only the train split is searched; dev is
 only reported. Pr_nbest needs the n-best lists of the train and dev topics, which are read
 from the model's translation cache (decode them first with ``clirplug translate --nbest 10``).
 """
@@ -40,6 +41,7 @@ P_LOWER = (0.0, 0.01, 0.05, 0.1, 0.2)
 P_CUMULATIVE = (0.9, 0.95, 1.0)
 STOP = ("none", "small", "large")
 SCALES = (0.5, 1.0, 2.0, 4.0)
+ORPHANS = (0.0, 0.2, 0.5, 0.8)
 LAMBDAS = tuple(lam for lam in itertools.product((0, 0.25, 0.5, 0.75, 1), repeat=3) if sum(lam) == 1)
 
 
@@ -72,7 +74,7 @@ class Builders:
 
     def __call__(self, settings: PsqSettings, field: str):
         every = PsqSettings(weights={c: 1.0 for c in COMPONENTS})  # load all parts once
-        key = field if any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
+        key = field if settings.orphans > 0 or any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
         if key not in self.loaded:
             needed = every if key == field else PsqSettings()
             self.loaded[key] = builder_from_args(Args(self.model, field, self.kind), needed, self.topics)
@@ -100,8 +102,11 @@ def axes(variant: str, lambdas=LAMBDAS, lambda_only=False):
     component = variant.partition(".")[0]
     thresholds = [("p_lower", P_LOWER), ("p_cumulative", P_CUMULATIVE)]
     if component == "interp":
-        return [("weights", [dict(zip(COMPONENTS, lam)) for lam in lambdas])] + ([] if lambda_only else thresholds)
-    return ([("scale", SCALES)] if component == "nbest" else []) + thresholds + [("stopwords", STOP)]
+        return ([("weights", [dict(zip(COMPONENTS, lam)) for lam in lambdas])] + ([] if lambda_only else thresholds)
+                + [("orphans", ORPHANS)])
+    if component == "nbest":
+        return [("scale", SCALES)] + thresholds + [("stopwords", STOP), ("orphans", ORPHANS)]
+    return thresholds + [("stopwords", STOP)]
 
 
 def search(variant, field, scorer, topics, qrels, builders, lambdas=LAMBDAS, lambda_only=False) -> dict[str, float]:
@@ -261,7 +266,7 @@ def latency(args):
         load = time.time() - start
         searcher = Bm25Searcher(index)
         for field in FIELDS:
-            record = json.loads((Path("runs") / f"psq.token.{field}.params.json").read_text())
+            record = best_variant(field)  # the PSQ configuration chosen on train
             builder, tokenize = Builders(model, args.kind, topics)(PsqSettings.parse(record["psq"]), field)
             queries = psq_queries(Args(model, field, args.kind), topics, builder, tokenize)
             psq_ms, lucene_ms, sizes = [], [], []

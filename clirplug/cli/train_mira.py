@@ -25,9 +25,10 @@ def add_arguments(parser):
     parser.add_argument("--hits", type=int, default=1000, help="search depth AP is computed over (default: 1000)")
     parser.add_argument("--k1", type=float, default=0.9, help="BM25 k1 (default: 0.9)")
     parser.add_argument("--b", type=float, default=0.4, help="BM25 b (default: 0.4)")
-    parser.add_argument("--instances", metavar="FILE",
-                        help="keep the candidates' features and APs here (gzipped JSON) and reuse them when the topics, "
-                             "qrels, decoder and search settings match: retraining then runs no search")
+    parser.add_argument("--searches", metavar="FILE",
+                        help="keep the AP of every candidate query searched here (gzipped JSON) and reuse it when the "
+                             "qrels, index and search settings match: retraining then runs no search (features are "
+                             "always recomputed)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -35,6 +36,7 @@ def run(args):
     from clirplug.errors import ClirplugError
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
+    from clirplug.lucene.reader import LuceneIndex
     from clirplug.lucene.search import Bm25Searcher
     from clirplug.mt.translator import Translator
     from clirplug.rerank.mira import train
@@ -49,16 +51,21 @@ def run(args):
     stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
     translator = Translator(args.model, kind=args.kind)
     searcher = Bm25Searcher(args.index, args.k1, args.b)
+    index = LuceneIndex(args.index, progress=not args.quiet)
     try:
-        model = train(topics, qrels, translator, searcher, args.field, args.nbest, args.grid, args.epochs, args.folds,
-                      args.seed, stopwords, args.hits, progress=not args.quiet, instances_path=args.instances)
+        model = train(topics, qrels, translator, searcher, index, args.field, args.nbest, args.grid, args.epochs,
+                      args.folds, args.seed, stopwords, args.hits, progress=not args.quiet,
+                      searches_path=args.searches)
     finally:
         searcher.close()
+        index.close()
     model.save(args.output)
     s = model.stats
     print(f"{s['topics']} topics, {s['instances']} instances ({s['informative_instances']} with differing APs), "
-          f"{s['searches']} searches")
-    print("cross-validation (C: mean held-out AP): " + ", ".join(f"{c:g}: {v:.4f}" for c, v in s["cross_validation"]))
-    print(f"C = {s['C']:g}; train mean AP: decoder 1-best {s['train_ap_decoder_1best']:.4f}, "
-          f"reranked {s['train_ap_reranked']:.4f}, oracle {s['train_ap_oracle']:.4f}")
+          f"{s['distinct_queries']} distinct queries, {s['searches']} searched now")
+    print("cross-validation (C: mean held-out AP ± paired SE to the best): " + ", ".join(
+        f"{c:g}: {v:.4f} ± {e:.4f}" for (c, v), e in zip(s["cross_validation"], s["cross_validation_se"])))
+    print(f"C = {s['C']:g} (one-standard-error rule; the argmax is C = {s['C_argmax']:g}, {s['cv_ap_argmax']:.4f}); "
+          f"train mean AP: decoder 1-best {s['train_ap_decoder_1best']:.4f}, reranked {s['train_ap_reranked']:.4f}, "
+          f"oracle {s['train_ap_oracle']:.4f}")
     print(f"wrote {args.output}")

@@ -188,7 +188,7 @@ def builder_from_args(args, settings, topics=None):
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
         grammar = read_grammar(path, None if sentences is None else {word for tokens in sentences for word in tokens})
-    if settings.weights["nbest"] > 0:
+    if settings.weights["nbest"] > 0 or settings.orphans > 0:
         from clirplug.mt.translator import Translator
 
         translator = Translator(model, kind=args.kind, src_lang=args.src_lang)

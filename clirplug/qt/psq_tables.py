@@ -11,8 +11,9 @@ The three distributions of Ture & Lin (paper 004) and their combination:
   normalized probability to each pair its word alignment links;
 * :class:`PsqBuilder`: their linear interpolation with weights λ (Ture & Lin; paper 001,
   eq. 4), source and target stopword filtering, the lower threshold ``p_L`` and the
-  cumulative threshold ``p_C`` (paper 001, §3.2), and self-translation of tokens no
-  component knows.
+  cumulative threshold ``p_C`` (paper 001, §3.2), self-translation of tokens no
+  component knows, and optionally the n-best's orphan target words as terms of their own
+  (:func:`orphan_targets`).
 
 A source token aligned to several target tokens is handled by one of the heuristics of
 Ture & Lin (:data:`HEURISTICS`): ``one-to-one`` (each target gets the full mass),
@@ -254,6 +255,25 @@ def nbest_table(tokens: Sequence[str], translations, heuristic: str = "one-to-ma
 
 
 # -- interpolation, filtering, thresholds ------------------------------------------------------------
+def orphan_targets(tokens: Sequence[str], translations, kept, scale: float = 1.0) -> dict[str, float]:
+    """The n-best's target words that no alignment link ties to a kept source token, with their mass.
+
+    Ture & Lin's projection represents a target word only through the source tokens it is
+    aligned to, so a word a derivation produces with no link to a kept source token (an
+    unaligned word of a phrase pair, or one aligned only to a source stopword or punctuation) is
+    lost, where DT searches it. A word's mass is the summed normalized probability
+    (:func:`derivation_weights` with ``scale``) of the derivations holding it as such an orphan;
+    ``kept(token)`` tells whether a source token has a distribution of its own.
+    """
+    translations = list(translations)
+    mass: dict[str, float] = {}
+    for translation, weight in zip(translations, derivation_weights([t.score for t in translations], scale)):
+        tied = {j for i, j in translation.alignment if kept(tokens[i])}
+        for word in dict.fromkeys(w for j, w in enumerate(translation.words) if j not in tied):
+            mass[word] = mass.get(word, 0.0) + weight
+    return mass
+
+
 def interpolate(distributions: Sequence[Mapping[str, float]], weights: Sequence[float]) -> Distribution:
     """``Σ_i λ_i Pr_i(·|f)`` (Ture & Lin; paper 001 eq. 4); a missing component contributes 0."""
     result: Distribution = {}
@@ -305,6 +325,10 @@ class PsqSettings:
         Derivations read for Pr_nbest.
     scale : float
         Scale of the derivation scores in Pr_nbest (:func:`derivation_weights`).
+    orphans : float
+        0 (Ture & Lin) or a mass ``m`` in (0, 1]: each target word of the n-best that no link
+        ties to a kept source token (:func:`orphan_targets`) and that carries at least ``m``
+        of the n-best's mass is a query term of its own (``{word: 1}``), as DT would search it.
     """
 
     weights: dict = field(default_factory=lambda: {"token": 1.0, "grammar": 0.0, "nbest": 0.0})
@@ -314,6 +338,7 @@ class PsqSettings:
     stopwords: str = "none"
     nbest: int = 10
     scale: float = 1.0
+    orphans: float = 0.0
 
     def __post_init__(self):
         if set(self.weights) != set(COMPONENTS) or any(w < 0 for w in self.weights.values()):
@@ -332,6 +357,8 @@ class PsqSettings:
             raise ClirplugError(f"--psq nbest={self.nbest}: must be at least 1")
         if not self.scale > 0:
             raise ClirplugError(f"--psq scale={self.scale}: must be positive")
+        if not 0.0 <= self.orphans <= 1.0:
+            raise ClirplugError(f"--psq orphans={self.orphans}: must be a mass between 0 (off) and 1")
 
     @classmethod
     def parse(cls, spec: str) -> PsqSettings:
@@ -359,18 +386,21 @@ class PsqSettings:
                     changes["nbest"] = int(value)
                 elif key == "scale":
                     changes["scale"] = float(value)
+                elif key == "orphans":
+                    changes["orphans"] = float(value)
                 else:
                     raise ClirplugError(
-                        f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest, scale)")
+                        f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest, scale, orphans)")
             except ValueError:
                 raise ClirplugError(f"--psq: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
         return replace(settings, **changes)
 
     def spec(self) -> str:
-        """The ``--psq`` string of these settings."""
+        """The ``--psq`` string of these settings (``orphans`` only when on)."""
         lam = ":".join(f"{self.weights[c]:g}" for c in COMPONENTS)
-        return (f"lambda={lam},pL={self.p_lower:g},pC={self.p_cumulative:g},heuristic={self.heuristic},"
+        spec = (f"lambda={lam},pL={self.p_lower:g},pC={self.p_cumulative:g},heuristic={self.heuristic},"
                 f"stop={self.stopwords},nbest={self.nbest},scale={self.scale:g}")
+        return f"{spec},orphans={self.orphans:g}" if self.orphans > 0 else spec
 
 
 def _index_rules(rules) -> dict[str, list]:
@@ -408,6 +438,8 @@ class PsqBuilder:
         missing = [c for c in COMPONENTS if settings.weights[c] > 0 and not available[c]]
         if missing:
             raise ClirplugError(f"--psq lambda gives weight to {', '.join(missing)}, which the model does not have")
+        if settings.orphans > 0 and translate is None:
+            raise ClirplugError("--psq orphans needs the decoder's n-best: a --model with a grammar and an LM")
         self.settings, self.token, self.grammar, self.translate = settings, token, grammar, translate
         self._rules_by_word = _index_rules(grammar) if grammar is not None and settings.weights["grammar"] > 0 else {}
         src_list, tgt_list = STOPWORD_FILES[settings.stopwords]
@@ -420,7 +452,8 @@ class PsqBuilder:
 
         Repeated tokens keep one distribution each; source stopwords and tokens without a
         letter or digit are dropped; a token no component knows, or with no translation left
-        after the stopwords and thresholds, translates as itself.
+        after the stopwords and thresholds, translates as itself. With ``orphans``, the
+        n-best's orphan target words of enough mass follow, one ``{word: 1}`` each.
         """
         s = self.settings
         tables = []
@@ -436,7 +469,7 @@ class PsqBuilder:
             tables.append(("token", self.token))
         result = []
         for src in tokens:
-            if src in self.src_stopwords or not any(char.isalnum() for char in src):
+            if not self._kept(src):
                 continue  # a stopword, or punctuation, which no analyzer indexes
             parts = [table.translations(src) for _, table in tables]
             if not any(parts):
@@ -447,9 +480,18 @@ class PsqBuilder:
             # no translation left (all below p_L or stopwords, e.g. a rare identifier whose
             # alignment probabilities are spread over its whole sentence): itself, as if unknown
             result.append(dist or {src: 1.0})
+        if s.orphans > 0:
+            masses = self._table(("orphans", s.nbest, s.scale, s.stopwords, tuple(tokens)), lambda: orphan_targets(
+                tokens, self.translate(tokens, s.nbest), self._kept, s.scale))
+            result.extend({word: 1.0} for word, mass in masses.items()
+                          if mass >= s.orphans and word not in self.tgt_stopwords and any(c.isalnum() for c in word))
         return result
 
-    def _table(self, key: tuple, build) -> PsqTable:
+    def _kept(self, src: str) -> bool:
+        """Whether a source token gets a distribution (not a stopword, not punctuation)."""
+        return src not in self.src_stopwords and any(char.isalnum() for char in src)
+
+    def _table(self, key: tuple, build):
         table = self.memo.get(key)
         if table is None:
             table = self.memo[key] = build()

@@ -1,8 +1,9 @@
 """Reranking the decoder's n-best query translations for retrieval with MIRA (Nikoulina et al., EACL 2012, §3.2).
 
 For a training query ``q`` the decoder proposes ``GEN(q)``, its n-best translations ``t_1..t_N``;
-each has a feature vector ``F(t)`` (the decoder's features plus query-genre ones, see
-:func:`genre_features`) and the average precision ``AP(t)`` of a BM25 search with ``t`` over
+each has a feature vector ``F(t)`` (the decoder's features, query-genre ones, see
+:func:`genre_features`, and retrieval ones read off the target index, see
+:func:`retrieval_features`) and the average precision ``AP(t)`` of a BM25 search with ``t`` over
 the target collection. MIRA (Crammer & Singer 2003, applied to SMT by Watanabe et al. 2007 and
 Chiang et al. 2008) learns weights ``λ`` under which the oracle ``t* = argmax_t AP(t)``
 outscores every ``t_j`` by at least the loss ``l_j = AP(t*) − AP(t_j)`` (the paper's
@@ -14,7 +15,7 @@ solves ``min ½‖λ' − λ‖² + C ξ`` subject to the most violated constrai
 
 (passive-aggressive PA-I). Queries are visited in a seeded random order for several epochs and
 the weights returned are the average over every step, starting from the decoder's tuned
-weights (the genre weights from 0), so that without updates the reranked 1-best is the
+weights (the other weights from 0), so that without updates the reranked 1-best is the
 decoder's. ``C`` is chosen by cross-validation over the training queries, as in the paper,
 with the one-standard-error rule; the grid holds ``C = 0`` (no update), so the decoder's
 1-best is kept unless reranking beats it on held-out training queries by more than noise.
@@ -41,7 +42,9 @@ from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NB
 
 GENRE_FEATURES = ("QueryLength", "Copied", "StopwordRatio")
 GENRE_STOPWORDS = "en-small"  # shipped list (clirplug/data/stopwords/) behind QueryLength and StopwordRatio
+RETRIEVAL_FEATURES = ("Unmatched", "MeanIdf", "MaxIdf")
 FORMAT = "clirplug-mira/1"
+SEARCHES_FORMAT = "clirplug-mira-searches/1"
 
 # ============================================================================ features and AP
 
@@ -64,9 +67,42 @@ def genre_features(source: Sequence[str], words: Sequence[str], stopwords: froze
     }
 
 
-def candidate_features(translation, source: Sequence[str], stopwords: frozenset[str]) -> dict[str, float]:
-    """``F(t)``: the decoder's features of ``translation`` and its genre features."""
-    return {**translation.features, **genre_features(source, translation.words, stopwords)}
+def retrieval_features(text: str, index) -> dict[str, float]:
+    """Retrieval features of the DT query ``text`` from the target index's statistics (no search).
+
+    ``text`` is analyzed by the index's analyzer, as BM25 search analyzes a query; over its
+    distinct terms (the clauses of the bag-of-words query): ``Unmatched`` counts those no
+    document holds (df = 0: a translation no document uses is useless to retrieval);
+    ``MeanIdf`` and ``MaxIdf`` are the mean and the maximum Lucene BM25 idf
+    ``log(1 + (N − df + 0.5) / (df + 0.5))`` of the others (0 when none is matched).
+
+    Parameters
+    ----------
+    text : str
+    index : clirplug.lucene.reader.LuceneIndex
+        Or any object with its ``analyze``, ``df`` and ``idf``.
+    """
+    terms = sorted(set(index.analyze(text))) if text.strip() else []
+    df = np.asarray(index.df(terms), dtype=np.float64) if terms else np.zeros(0)
+    idf = np.asarray(index.idf(df[df > 0]), dtype=np.float64)
+    return {"Unmatched": float(np.sum(df == 0)),
+            "MeanIdf": float(idf.mean()) if len(idf) else 0.0,
+            "MaxIdf": float(idf.max()) if len(idf) else 0.0}
+
+
+def query_words(translation, stop: frozenset[str]) -> list[str]:
+    """The words of a translation that go into the DT query (``stop`` removed, as DT removes them)."""
+    return [w for w in translation.words if w.lower() not in stop]
+
+
+def candidate_features(translation, source: Sequence[str], genre_stop: frozenset[str], index=None,
+                       stop: frozenset[str] = frozenset()) -> dict[str, float]:
+    """``F(t)``: the decoder's features of ``translation``, its genre features and, given the target
+    ``index``, the retrieval features of its DT query words (``stop``, DT's stopwords, removed)."""
+    features = {**translation.features, **genre_features(source, translation.words, genre_stop)}
+    if index is not None:
+        features.update(retrieval_features(" ".join(query_words(translation, stop)), index))
+    return features
 
 
 def feature_matrix(feature_dicts: Sequence[Mapping[str, float]], names: Sequence[str]) -> np.ndarray:
@@ -114,16 +150,20 @@ def mira_step(weights: np.ndarray, features: np.ndarray, ap: np.ndarray, C: floa
 def train_mira(instances: Sequence[Instance], initial: np.ndarray, C: float, epochs: int = MIRA_EPOCHS,
                seed: int = 0) -> np.ndarray:
     """Averaged MIRA weights: ``epochs`` passes over ``instances`` in seeded random orders,
-    starting from ``initial``; the mean of the weights after every step."""
-    weights = np.array(initial, dtype=np.float64)
-    total, steps = np.zeros_like(weights), 0
+    starting from ``initial``; the mean of the weights after every step.
+
+    The mean is accumulated as ``initial`` plus the mean change from it, so that without
+    updates (``C = 0``) the result is ``initial`` exactly, not up to rounding.
+    """
+    start = np.array(initial, dtype=np.float64)
+    weights, moved, steps = start, np.zeros_like(start), 0
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
         for i in rng.permutation(len(instances)):
             weights, _ = mira_step(weights, instances[i].features, instances[i].ap, C)
-            total += weights
+            moved += weights - start
             steps += 1
-    return total / steps if steps else weights
+    return start + moved / steps if steps else start
 
 
 def choose(features: np.ndarray, weights: np.ndarray) -> int:
@@ -164,34 +204,32 @@ def cross_validate(instances: Sequence[Instance], initial: np.ndarray, grid: Seq
     return [(float(C), float(ap.mean()) if len(ap) else 0.0) for C, ap in zip(grid, choices)]
 
 
+def paired_standard_errors(choices: Sequence[np.ndarray]) -> np.ndarray:
+    """Per ``C``: the standard error of the mean of the per-instance differences between the best
+    ``C``'s held-out APs (highest mean) and this ``C``'s (0 for the best one itself)."""
+    best = choices[int(np.argmax([float(ap.mean()) for ap in choices]))]
+    return np.array([float((best - ap).std(ddof=1) / np.sqrt(len(ap))) if len(ap) > 1 else 0.0 for ap in choices])
+
+
 def one_standard_error_choice(grid: Sequence[float], choices: Sequence[np.ndarray]) -> float:
     """The smallest ``C`` whose held-out mean AP is within one standard error of the best one's.
 
     The "one-standard-error rule" (Hastie, Tibshirani & Friedman, *The Elements of Statistical
     Learning*, §7.10): the standard error is that of the per-instance paired differences with the
-    best ``C``, so a gain smaller than its own noise keeps the more conservative model (``C = 0``:
-    the decoder's 1-best).
+    best ``C`` (:func:`paired_standard_errors`), so a gain smaller than its own noise keeps the
+    more conservative model (``C = 0``: the decoder's 1-best).
     """
     means = [float(ap.mean()) for ap in choices]
-    best = choices[int(np.argmax(means))]
-    for C, ap, mean in sorted(zip(grid, choices, means), key=lambda row: row[0]):
-        diff = best - ap
-        error = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0
-        if max(means) - mean <= error:
-            return float(C)
-    raise AssertionError("unreachable: the best C is within 0 of itself")
+    errors = paired_standard_errors(choices)
+    return float(min(C for C, mean, error in zip(grid, means, errors) if max(means) - mean <= error))
 
 
 # ============================================================================ training data
 
 
-def query_words(translation, stop: frozenset[str]) -> list[str]:
-    """The words of a translation that go into the DT query (``stop`` removed, as DT removes them)."""
-    return [w for w in translation.words if w.lower() not in stop]
-
-
-def build_instances(topics, field: str, translator, searcher, qrels, nbest: int = MIRA_NBEST,
-                    stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True):
+def build_instances(topics, field: str, translator, searcher, qrels, index=None, nbest: int = MIRA_NBEST,
+                    stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True,
+                    searches: dict[str, dict[str, float]] | None = None):
     """Training instances: each query's (sentence's) n-best candidates with their features and AP.
 
     Parameters
@@ -203,11 +241,16 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
     searcher : clirplug.lucene.search.Bm25Searcher
     qrels : pandas.DataFrame
         Judgements; ``relevance >= 1`` is relevant. Topics without a relevant document are skipped.
+    index : clirplug.lucene.reader.LuceneIndex, optional
+        The searched index's statistics, for the retrieval features (none without it).
     nbest : int
     stopwords : iterable of str
         Removed from each translation before search (DT's ``--stopwords``).
     hits : int
         Depth of each BM25 search (AP is computed over it).
+    searches : dict, optional
+        ``qid -> {query text: AP}`` of searches already run with this searcher, qrels and depth;
+        only the missing queries are searched, and added to it.
 
     Returns
     -------
@@ -227,9 +270,10 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
             relevant.setdefault(str(qid), set()).add(str(docid))
     topics = [t for t in topics if t.id in relevant]
     translator.restrict_topics(topics, field)
-    ap_of: dict[tuple[str, str], float] = {}
-    raw, names, searches = [], set(), 0
+    searches = {} if searches is None else searches
+    raw, names, searched, queries = [], set(), 0, set()
     for topic in tqdm(topics, desc="n-best AP", unit=" topics", disable=not progress, file=sys.stderr):
+        ap_of = searches.setdefault(topic.id, {})
         sentences = translator.topic_sentences(topic, field)
         lists = [translator.translate(tokens, nbest) for tokens in sentences]
         firsts = [" ".join(query_words(cands[0], stop)) if cands else "" for cands in lists]
@@ -240,25 +284,64 @@ def build_instances(topics, field: str, translator, searcher, qrels, nbest: int 
             for cand in cands:
                 text = " ".join(part for part in firsts[:s] + [" ".join(query_words(cand, stop))] + firsts[s + 1:]
                                 if part)
-                if (topic.id, text) not in ap_of:
+                if text not in ap_of:
                     found = [d in relevant[topic.id] for d, _ in searcher.search(text, hits)]
-                    ap_of[topic.id, text] = average_precision(found, len(relevant[topic.id]))
-                    searches += 1
-                aps.append(ap_of[topic.id, text])
-            dicts = [candidate_features(cand, tokens, genre_stop) for cand in cands]
+                    ap_of[text] = average_precision(found, len(relevant[topic.id]))
+                    searched += 1
+                queries.add((topic.id, text))
+                aps.append(ap_of[text])
+            dicts = [candidate_features(cand, tokens, genre_stop, index, stop) for cand in cands]
             names.update(*dicts)
             raw.append((topic.id, dicts, np.array(aps)))
     informative = sum(1 for _, _, ap in raw if ap.max() > ap.min())
     stats = {"topics": len(topics), "instances": len(raw), "informative_instances": informative,
-             "searches": searches}
+             "distinct_queries": len(queries), "searches": searched}
     return sorted(names), raw, stats
+
+
+def searches_key(qrels, searcher, hits: int) -> str:
+    """What the AP of a query text depends on: the judgements, the index, BM25's k1 and b, the depth."""
+    import hashlib
+
+    judged = sorted(zip(qrels["qid"].astype(str), qrels["docid"].astype(str), qrels["relevance"].astype(int)))
+    key = [judged, str(Path(searcher.index).resolve()), searcher.k1, searcher.b, hits]
+    return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
+
+
+def read_searches(path, key: str) -> dict[str, dict[str, float]]:
+    """The ``qid -> {query text: AP}`` table kept in ``path`` for ``key`` (empty when absent or made
+    under another key: other judgements, index or search settings)."""
+    import gzip
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError, EOFError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != SEARCHES_FORMAT or data.get("key") != key:
+        return {}
+    return data["ap"]
+
+
+def write_searches(path, key: str, searches: Mapping[str, Mapping[str, float]]) -> None:
+    """Keep the ``qid -> {query text: AP}`` table in ``path`` (gzipped JSON, atomically)."""
+    import gzip
+
+    from clirplug.atomic import atomic_open
+
+    data = {"format": SEARCHES_FORMAT, "key": key, "ap": {qid: dict(sorted(table.items()))
+                                                         for qid, table in sorted(searches.items()) if table}}
+    with atomic_open(path, "wb") as out:
+        out.write(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), mtime=0))
 
 
 # ============================================================================ model
 
 
 class MiraModel:
-    """Reranking weights over ``names`` (decoder and genre features), with the settings they were trained for.
+    """Reranking weights over ``names`` (decoder, genre and retrieval features), with the settings they were trained for.
 
     Parameters
     ----------
@@ -278,13 +361,27 @@ class MiraModel:
         self.stats = dict(stats or {})
         self._genre_stop = None
 
-    def rank(self, translations, source: Sequence[str]) -> int:
-        """Index of the reranked 1-best among ``translations`` (n-best of the tokens ``source``)."""
+    @property
+    def uses_index(self) -> bool:
+        """Whether the model weighs retrieval features, so that :meth:`rank` needs the target index."""
+        return any(name in RETRIEVAL_FEATURES for name in self.names)
+
+    def rank(self, translations, source: Sequence[str], index=None, stopwords: Iterable[str] = ()) -> int:
+        """Index of the reranked 1-best among ``translations`` (n-best of the tokens ``source``).
+
+        ``index`` (a :class:`clirplug.lucene.reader.LuceneIndex` of the searched collection) is
+        needed when :attr:`uses_index`; ``stopwords`` are DT's, removed before search.
+        """
         if self._genre_stop is None:
             from clirplug.stopwords import load_stopwords
 
             self._genre_stop = load_stopwords(GENRE_STOPWORDS)
-        dicts = [candidate_features(t, source, self._genre_stop) for t in translations]
+        if self.uses_index and index is None:
+            raise ClirplugError("this MIRA model weighs retrieval features "
+                                f"({', '.join(RETRIEVAL_FEATURES)}): give the searched index to rerank with it")
+        stop = frozenset(w.lower() for w in stopwords)
+        dicts = [candidate_features(t, source, self._genre_stop, index if self.uses_index else None, stop)
+                 for t in translations]
         return choose(feature_matrix(dicts, self.names), self.weights)
 
     def save(self, path) -> None:
@@ -299,7 +396,7 @@ class MiraModel:
 
     @classmethod
     def load(cls, path) -> MiraModel:
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save` (models without retrieval features too)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -313,76 +410,49 @@ class MiraModel:
         return cls(list(weights), list(weights.values()), data.get("settings", {}), data.get("stats", {}))
 
 
-def _instances_key(topics, qrels, translator, field, nbest, stopwords, hits) -> str:
-    import hashlib
-
-    judged = sorted(zip(qrels["qid"].astype(str), qrels["docid"].astype(str), qrels["relevance"].astype(int)))
-    key = [sorted(t.id for t in topics), judged, translator.kind, sorted(translator.weights.items()),
-           translator.pop_limit, field, nbest, sorted(stopwords), hits]
-    return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
-
-
-def cached_instances(path, key: str, build):
-    """``build()``'s ``(names, raw instances, stats)``, read from ``path`` when it holds them for ``key``, else
-    computed and written there (gzipped JSON, atomically): the BM25 searches are the cost of training."""
-    import gzip
-
-    from clirplug.atomic import atomic_open
-
-    path = Path(path)
-    if path.is_file():
-        try:
-            data = json.loads(gzip.decompress(path.read_bytes()))
-        except (OSError, ValueError):
-            data = None
-        if isinstance(data, dict) and data.get("key") == key:
-            raw = [(qid, [dict(zip(data["names"], row)) for row in rows], np.array(ap)) for qid, rows, ap in data["raw"]]
-            return data["names"], raw, data["stats"]
-    names, raw, stats = build()
-    data = {"key": key, "names": names, "stats": stats,
-            "raw": [(qid, feature_matrix(dicts, names).tolist(), ap.tolist()) for qid, dicts, ap in raw]}
-    with atomic_open(path, "wb") as out:
-        out.write(gzip.compress(json.dumps(data).encode(), mtime=0))
-    return names, raw, stats
-
-
-def train(topics, qrels, translator, searcher, field: str = "title", nbest: int = MIRA_NBEST,
+def train(topics, qrels, translator, searcher, index=None, field: str = "title", nbest: int = MIRA_NBEST,
           grid: Sequence[float] = MIRA_C_GRID, epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS, seed: int = 0,
-          stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True, instances_path=None) -> MiraModel:
+          stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True, searches_path=None) -> MiraModel:
     """Learn reranking weights for ``translator``'s n-best lists on training topics (Nikoulina et al. 2012).
 
-    ``C`` is chosen among ``grid`` by ``folds``-fold cross-validation, then the weights are
-    trained on all instances. See :func:`build_instances` for the parameters; with
-    ``instances_path`` the instances are kept there (see :func:`cached_instances`), keyed by
-    topics, qrels, decoder settings and search options.
+    ``C`` is chosen among ``grid`` by ``folds``-fold cross-validation with the one-standard-error
+    rule (the plain argmax is recorded in the statistics too), then the weights are trained on
+    all instances. See :func:`build_instances` for the parameters (with ``index`` the
+    retrieval features are used). With ``searches_path`` the AP of every query searched is kept
+    there and reused (:func:`read_searches`): features are always recomputed, searches never twice.
     """
     stopwords = list(stopwords)
-
-    def build():
-        return build_instances(topics, field, translator, searcher, qrels, nbest, stopwords, hits, progress)
-
-    if instances_path is None:
-        names, raw, stats = build()
-    else:
-        key = _instances_key(topics, qrels, translator, field, nbest, stopwords, hits)
-        names, raw, stats = cached_instances(instances_path, key, build)
+    searches, key = {}, None
+    if searches_path is not None:
+        key = searches_key(qrels, searcher, hits)
+        searches = read_searches(searches_path, key)
+    known = sum(map(len, searches.values()))
+    try:
+        names, raw, stats = build_instances(topics, field, translator, searcher, qrels, index, nbest, stopwords,
+                                            hits, progress, searches)
+    finally:  # an interrupted build keeps the searches it ran
+        if searches_path is not None and sum(map(len, searches.values())) > known:
+            write_searches(searches_path, key, searches)
     if not raw:
         raise ClirplugError("no training topic has a relevant document and two or more translations: "
                             "check --topics, --qrels and --nbest")
     instances = [Instance(qid, feature_matrix(dicts, names), ap) for qid, dicts, ap in raw]
     initial = np.array([translator.weights.get(name, 0.0) for name in names])
     choices = held_out_choices(instances, initial, grid, epochs, min(folds, len({i.qid for i in instances})), seed)
+    means = [float(ap.mean()) for ap in choices]
     C = one_standard_error_choice(grid, choices)
     weights = train_mira(instances, initial, C, epochs, seed)
     stats.update({
-        "cross_validation": [[float(c), round(float(ap.mean()), 6)] for c, ap in zip(grid, choices)], "C": C,
+        "cross_validation": [[float(c), round(m, 6)] for c, m in zip(grid, means)],
+        "cross_validation_se": [round(float(e), 6) for e in paired_standard_errors(choices)],
+        "C": C, "C_argmax": float(grid[int(np.argmax(means))]), "cv_ap_argmax": round(max(means), 6),
         "train_ap_decoder_1best": round(mean_chosen_ap(instances, initial), 6),
         "train_ap_reranked": round(mean_chosen_ap(instances, weights), 6),
         "train_ap_oracle": round(float(np.mean([inst.ap.max() for inst in instances])), 6),
         "initial_weights": dict(zip(names, initial.tolist())),
     })
     settings = {"kind": translator.kind, "nbest": nbest, "field": field, "C": C, "epochs": epochs, "folds": folds,
-                "seed": seed, "pop_limit": translator.pop_limit, "hits": hits}
+                "seed": seed, "pop_limit": translator.pop_limit, "hits": hits, "stopwords": sorted(stopwords)}
     return MiraModel(names, weights, settings, stats)
 
 
@@ -390,14 +460,15 @@ def train(topics, qrels, translator, searcher, field: str = "title", nbest: int 
 
 
 def reranked_query(translator, model: MiraModel, text: str, split_sentences: bool,
-                   stopwords: Iterable[str] = ()) -> str:
-    """The DT query of ``text`` with each sentence's n-best list reranked by ``model``."""
+                   stopwords: Iterable[str] = (), index=None) -> str:
+    """The DT query of ``text`` with each sentence's n-best list reranked by ``model`` (``index``: the
+    searched index's statistics, needed by a model with retrieval features, see :meth:`MiraModel.rank`)."""
     stop = frozenset(w.lower() for w in stopwords)
     words = []
     for tokens in translator.sentences(text, split=split_sentences):
         cands = translator.translate(tokens, int(model.settings.get("nbest", MIRA_NBEST)))
         if cands:
-            words.extend(query_words(cands[model.rank(cands, tokens)], stop))
+            words.extend(query_words(cands[model.rank(cands, tokens, index, stop)], stop))
     return " ".join(words)
 
 
@@ -406,6 +477,7 @@ def search_run(args, topics):
     from tqdm import tqdm
 
     from clirplug.io.topics import topic_field
+    from clirplug.lucene.reader import LuceneIndex
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.translator import Translator
     from clirplug.stopwords import read_stopwords
@@ -417,9 +489,19 @@ def search_run(args, topics):
     kind = model.settings.get("kind")
     if kind is not None and kind != args.kind:
         raise ClirplugError(f"{args.mira}: trained on {kind} n-best lists; give --kind {kind}")
+    stopwords = sorted(read_stopwords(args.stopwords)) if args.stopwords else []
+    trained = model.settings.get("stopwords")
+    if trained is not None and sorted(w.lower() for w in trained) != sorted(w.lower() for w in stopwords):
+        raise ClirplugError(f"{args.mira}: trained with {len(trained)} DT stopwords, given {len(stopwords)}: "
+                            "give the --stopwords list used by `clirplug train mira`")
     translator = Translator(args.model, kind=args.kind)
     translator.restrict_topics(topics, args.field)
-    stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
-    queries = {t.id: reranked_query(translator, model, topic_field(t, args.field), args.field != "title", stopwords)
-               for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}
+    index = LuceneIndex(args.index, progress=not args.quiet) if model.uses_index else None
+    try:
+        queries = {t.id: reranked_query(translator, model, topic_field(t, args.field), args.field != "title",
+                                        stopwords, index)
+                   for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}
+    finally:
+        if index is not None:
+            index.close()
     return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)

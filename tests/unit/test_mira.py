@@ -1,4 +1,7 @@
-"""MIRA n-best reranking (clirplug.rerank.mira): updates computed by hand, AP against trec_eval's, the model file."""
+"""MIRA n-best reranking (clirplug.rerank.mira): updates and features computed by hand, AP against trec_eval's,
+the model file."""
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -6,14 +9,19 @@ import pytest
 
 from clirplug.errors import ClirplugError
 from clirplug.eval.measures import average_precision
+from clirplug.lucene.reader import LuceneIndex
+from clirplug.mt.decoder import Translation
 from clirplug.rerank.mira import (
     Instance,
     MiraModel,
+    candidate_features,
     choose,
     cross_validate,
     genre_features,
     mira_step,
     one_standard_error_choice,
+    paired_standard_errors,
+    retrieval_features,
     train_mira,
 )
 
@@ -54,6 +62,10 @@ def test_second_update_and_average_by_hand():
 def test_zero_clip_keeps_the_decoder_weights():
     start = np.array([1.0, 0.0])
     np.testing.assert_array_equal(train_mira([Instance("q", FEATURES, AP)], start, C=0.0, epochs=3), start)
+    # exactly, also for weights whose plain running mean would round (0.1 summed 7 times and divided by 7 is not 0.1)
+    odd = np.array([0.1, -0.3756831219759477])
+    assert sum([0.1] * 7) / 7 != 0.1
+    np.testing.assert_array_equal(train_mira([Instance("q", FEATURES, AP)], odd, C=0.0, epochs=7), odd)
     table = cross_validate([Instance(f"q{i}", FEATURES, AP) for i in range(4)], start, [0.0, 1.0], folds=2)
     assert table[0] == (0.0, pytest.approx(0.2))  # the decoder's 1-best, candidate 0
     assert table[1][1] > 0.2  # updates move away from the decoder's choice
@@ -147,3 +159,81 @@ def test_one_standard_error_rule_by_hand():
     # SE = sqrt((0.15² + 0.15² + 0.05² + 0.25²) / 3) / 2 = 0.0957 > 0.05, so C = 0 is kept
     noisy = base + np.array([0.2, 0.2, 0.0, -0.2])
     assert one_standard_error_choice(grid, [base, base, noisy]) == 0.0
+    se = math.sqrt((0.15**2 + 0.15**2 + 0.05**2 + 0.25**2) / 3) / 2
+    np.testing.assert_allclose(paired_standard_errors([base, base, noisy]), [se, se, 0.0])
+
+
+class FakeIndex:
+    """Index statistics by hand: N = 10 documents, whitespace analysis that drops "the", Lucene's idf."""
+
+    num_docs = 10
+    idf = LuceneIndex.idf  # the formula under test, on this object's N
+
+    def __init__(self):
+        self.doc_freq = {"copy": 1, "file": 4, "the": 9}
+
+    def analyze(self, text):
+        return tuple(w for w in text.lower().split() if w != "the")
+
+    def df(self, terms):
+        return np.array([self.doc_freq.get(t, 0) for t in terms])
+
+
+def test_retrieval_features_by_hand():
+    idf_copy = math.log(1 + (10 - 1 + 0.5) / (1 + 0.5))  # 1.99243
+    idf_file = math.log(1 + (10 - 4 + 0.5) / (4 + 0.5))  # 0.89382
+    f = retrieval_features("The copy FILE xyzzy", FakeIndex())
+    assert f == pytest.approx({"Unmatched": 1.0, "MeanIdf": (idf_copy + idf_file) / 2, "MaxIdf": idf_copy})
+    assert f["MeanIdf"] == pytest.approx(1.443124, abs=1e-6)
+    # distinct terms: repeating a word changes nothing (it is one clause of the bag-of-words query)
+    assert retrieval_features("copy copy file xyzzy xyzzy", FakeIndex()) == f
+    nothing = {"Unmatched": 0.0, "MeanIdf": 0.0, "MaxIdf": 0.0}
+    assert retrieval_features("", FakeIndex()) == nothing and retrieval_features("the", FakeIndex()) == nothing
+    assert retrieval_features("xyzzy plugh", FakeIndex()) == {"Unmatched": 2.0, "MeanIdf": 0.0, "MaxIdf": 0.0}
+
+
+def _t(words, lm):
+    return Translation(tuple(words.split()), lm, {"LanguageModel": lm}, (), ())
+
+
+def test_candidate_features_use_the_dt_query_words():
+    stop = frozenset({"the"})
+    f = candidate_features(_t("copy the xyzzy", -1.0), ["kopieren"], stop)
+    assert set(f) == {"LanguageModel", "QueryLength", "Copied", "StopwordRatio"}  # no index: no retrieval features
+    # DT's stopwords are removed before analysis: "file" never reaches the query
+    g = candidate_features(_t("copy file xyzzy", -1.0), ["kopieren"], stop, FakeIndex(), frozenset({"file"}))
+    assert g["LanguageModel"] == -1.0 and g["Unmatched"] == 1.0
+    assert g["MeanIdf"] == g["MaxIdf"] == pytest.approx(math.log(1 + 9.5 / 1.5))
+
+
+def test_rank_with_retrieval_features_needs_the_index():
+    cands = [_t("xyzzy", -1.0), _t("copy", -2.0)]  # the decoder prefers the word no document holds
+    model = MiraModel(["LanguageModel", "Unmatched"], [1.0, -5.0], {"nbest": 2})
+    assert model.uses_index
+    with pytest.raises(ClirplugError, match="give the searched index"):
+        model.rank(cands, ["kopieren"])
+    # scores: -1 - 5 * 1 = -6 against -2 - 0 = -2
+    assert model.rank(cands, ["kopieren"], FakeIndex()) == 1
+    # with "xyzzy" a DT stopword the first query is empty, so nothing is unmatched: -1 against -2
+    assert model.rank(cands, ["kopieren"], FakeIndex(), stopwords=["xyzzy"]) == 0
+    # a model without retrieval features (an older model file) ranks without the index
+    old = MiraModel(["LanguageModel", "Copied"], [1.0, 0.0], {"nbest": 2})
+    assert not old.uses_index and old.rank(cands, ["kopieren"]) == 0
+
+
+def test_search_refuses_other_dt_stopwords_than_training(tmp_path):
+    from argparse import Namespace
+
+    from clirplug.rerank.mira import search_run
+
+    MiraModel(["LanguageModel"], [1.0], {"kind": "flat", "nbest": 2, "stopwords": ["the"]}).save(tmp_path / "m.json")
+    (tmp_path / "stop.txt").write_text("the\nof\n")
+    args = Namespace(model=str(tmp_path / "no-model"), mira=str(tmp_path / "m.json"), kind="flat", stopwords=None)
+    with pytest.raises(ClirplugError, match="trained with 1 DT stopwords, given 0"):
+        search_run(args, [])
+    args.stopwords = str(tmp_path / "stop.txt")
+    with pytest.raises(ClirplugError, match="trained with 1 DT stopwords, given 2"):
+        search_run(args, [])
+    args.kind = "hiero"
+    with pytest.raises(ClirplugError, match="give --kind flat"):
+        search_run(args, [])

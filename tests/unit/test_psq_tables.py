@@ -18,6 +18,7 @@ from clirplug.qt.psq_tables import (
     grammar_table,
     interpolate,
     nbest_table,
+    orphan_targets,
     prune,
 )
 from clirplug.stopwords import load_stopwords
@@ -148,6 +149,46 @@ def test_nbest_table_by_hand():
     one = nbest_table(["nestle", "marke"], nbest, "one-to-one")
     assert one.translations("marke") == pytest.approx({"mark": 10 / 13, "trademark": 1 / 13, "fire": 1 / 13,
                                                        "brand": 1 / 13})
+
+
+# -- orphan target words ---------------------------------------------------------------------------
+ORPHAN_NBEST = [
+    SimpleNamespace(words=("delete", "the", "file", "now"), score=-1.0, alignment=((0, 1), (1, 2), (2, 0))),
+    SimpleNamespace(words=("remove", "file"), score=-2.0, alignment=((1, 1), (2, 0))),
+]
+
+
+def test_orphan_targets_by_hand():
+    tokens = ["die", "datei", "löschen"]
+    # "the" is tied only to the dropped stopword "die", "now" to nothing; weights 10/11 and 1/11
+    assert orphan_targets(tokens, ORPHAN_NBEST, lambda t: t != "die") == pytest.approx({"the": 10 / 11, "now": 10 / 11})
+    assert orphan_targets(tokens, ORPHAN_NBEST, lambda t: True) == pytest.approx({"now": 10 / 11})
+    # an orphan repeated in one derivation counts that derivation once
+    twice = [SimpleNamespace(words=("now", "now"), score=0.0, alignment=())]
+    assert orphan_targets(["x"], twice, lambda t: True) == {"now": 1.0}
+
+
+def test_builder_adds_orphans_as_terms_of_their_own():
+    tokens = ["die", "datei", "löschen"]
+    assert "die" in load_stopwords("de")
+
+    def build(spec):
+        return PsqBuilder(PsqSettings.parse(spec), translate=lambda toks, n: ORPHAN_NBEST[:n]).sentence(tokens)
+
+    plain = build("lambda=0:0:1,stop=small")
+    assert plain == [pytest.approx({"file": 10 / 11 + 1 / 11}), pytest.approx({"delete": 10 / 11, "remove": 1 / 11})]
+    # "the" is an English stopword: only "now" (mass 10/11) joins, as a term of its own
+    assert build("lambda=0:0:1,stop=small,orphans=0.5") == plain + [{"now": 1.0}]
+    assert build("lambda=0:0:1,stop=small,orphans=0.95") == plain
+    # without stopwords "die" keeps its own distribution, so "the" is no orphan
+    kept = build("lambda=0:0:1,stop=none,orphans=0.5")
+    assert kept[0] == {"the": 1.0} and kept[-1] == {"now": 1.0} and len(kept) == 4
+    assert PsqSettings.parse("orphans=0.2").spec().endswith(",orphans=0.2")
+    assert "orphans" not in PsqSettings.parse("orphans=0").spec()
+    with pytest.raises(ClirplugError, match="orphans=2"):
+        PsqSettings.parse("orphans=2")
+    with pytest.raises(ClirplugError, match="orphans needs the decoder"):
+        PsqBuilder(PsqSettings.parse("orphans=0.5"), token=PsqTable(TABLE))
 
 
 # -- interpolation, thresholds, stopwords, self-translation -----------------------------------------
