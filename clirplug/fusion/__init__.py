@@ -16,6 +16,24 @@ FUSERS = {
 }
 
 
+# method name -> ("module:function" giving each run's contribution at weight 1, whether the
+# weighted sum is multiplied by the number of runs holding the document): every method is
+# such a weighted sum, which lets a kappa grid reuse the contributions (clirplug.fusion.tune)
+PARTS = {
+    "borda": ("clirplug.fusion.borda:parts", False),
+    "rrf": ("clirplug.fusion.rrf:parts", False),
+    "combsum": ("clirplug.fusion.comb:parts", False),
+    "combmnz": ("clirplug.fusion.comb:parts", True),
+}
+
+
+def get_parts(name):
+    """Return ``(parts function, by_hits)`` of the method registered as ``name`` (see ``PARTS``)."""
+    get_fuser(name)  # the same check and message for an unknown name
+    module_name, function = PARTS[name][0].split(":")
+    return getattr(importlib.import_module(module_name), function), PARTS[name][1]
+
+
 def get_fuser(name):
     """Return the fusion function registered as ``name``.
 

@@ -42,13 +42,26 @@ def top(run, depth):
     return frame[frame["rank"] <= depth][["qid", "docid", "rank", "score"]].reset_index(drop=True)
 
 
-def combine(parts, depth):
+def combine(parts, depth, by_hits=False):
     """Sum the ``(qid, docid, score)`` frames of ``parts``; keep the top ``depth`` per query.
 
-    A document missing from a part contributes 0 for it.
+    A document missing from a part contributes 0 for it; with ``by_hits`` each sum is
+    multiplied by the number of parts that hold the document (CombMNZ).
     """
     import pandas as pd
 
     frame = pd.concat(parts, ignore_index=True)
-    fused = frame.groupby(["qid", "docid"], sort=False, as_index=False)["score"].sum()
-    return top(fused, depth)[["qid", "docid", "score"]]
+    fused = frame.groupby(["qid", "docid"], sort=False, as_index=False).agg(score=("score", "sum"), hits=("score", "size"))
+    if by_hits:
+        fused["score"] = fused["score"] * fused["hits"]
+    return top(fused[["qid", "docid", "score"]], depth)[["qid", "docid", "score"]]
+
+
+def weighted(parts, weights):
+    """Copies of the ``parts`` frames with their scores multiplied by ``weights``."""
+    out = []
+    for part, weight in zip(parts, weights):
+        part = part.copy()
+        part["score"] = weight * part["score"]
+        out.append(part)
+    return out

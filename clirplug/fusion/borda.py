@@ -1,6 +1,6 @@
 """Weighted Borda count (Sokolov et al. 2013, Section 4; Aslam & Montague 2001)."""
 
-from clirplug.fusion._common import check_depth, check_weights, combine, top
+from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
 
 
 def normalize(run, depth=1000):
@@ -48,9 +48,9 @@ def fuse(runs, weights=None, depth=1000):
         The fused run (``qid``, ``docid``, ``score``), sorted, at most ``depth`` per query.
     """
     weights = check_weights(weights, len(runs), 1.0 / max(len(runs), 1))
-    parts = []
-    for run, weight in zip(runs, weights):
-        part = normalize(run, depth)
-        part["score"] = weight * part["score"]
-        parts.append(part)
-    return combine(parts, depth)
+    return combine(weighted(parts(runs, depth), weights), depth)
+
+
+def parts(runs, depth=1000):
+    """Each run's contribution at weight 1: its ``normalize``-d top ``depth``."""
+    return [normalize(run, depth) for run in runs]

@@ -1,6 +1,6 @@
 """CombSUM and CombMNZ (Fox & Shaw, TREC-2 1994) over min-max normalized scores (Lee, SIGIR 1997)."""
 
-from clirplug.fusion._common import check_depth, check_weights, combine, top
+from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
 
 
 def min_max(run, depth=1000):
@@ -18,21 +18,12 @@ def min_max(run, depth=1000):
 
 def _fuse(runs, weights, depth, by_hits):
     weights = check_weights(weights, len(runs), 1.0)
-    depth = check_depth(depth)
-    parts = []
-    for index, (run, weight) in enumerate(zip(runs, weights)):
-        part = min_max(run, depth)
-        part["score"] = weight * part["score"]
-        part["run"] = index
-        parts.append(part)
-    if not by_hits:
-        return combine(parts, depth)
-    import pandas as pd
+    return combine(weighted(parts(runs, check_depth(depth)), weights), depth, by_hits)
 
-    frame = pd.concat(parts, ignore_index=True)
-    fused = frame.groupby(["qid", "docid"], sort=False, as_index=False).agg(score=("score", "sum"), hits=("run", "size"))
-    fused["score"] = fused["score"] * fused["hits"]
-    return top(fused[["qid", "docid", "score"]], depth)[["qid", "docid", "score"]]
+
+def parts(runs, depth=1000):
+    """Each run's contribution at weight 1: its ``min_max``-normalized top ``depth``."""
+    return [min_max(run, depth) for run in runs]
 
 
 def combsum(runs, weights=None, depth=1000):

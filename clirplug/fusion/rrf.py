@@ -1,6 +1,6 @@
 """Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009)."""
 
-from clirplug.fusion._common import check_depth, check_weights, combine, top
+from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
 
 # k = 60: the constant of Cormack et al. (2009), also Pyserini's and ranx's default.
 RRF_K = 60
@@ -28,10 +28,14 @@ def fuse(runs, weights=None, depth=1000, k=RRF_K):
         The fused run (``qid``, ``docid``, ``score``).
     """
     weights = check_weights(weights, len(runs), 1.0)
-    depth = check_depth(depth)
-    parts = []
-    for run, weight in zip(runs, weights):
+    return combine(weighted(parts(runs, check_depth(depth), k), weights), depth)
+
+
+def parts(runs, depth=1000, k=RRF_K):
+    """Each run's contribution at weight 1: ``1 / (k + rank)`` over its top ``depth``."""
+    out = []
+    for run in runs:
         part = top(run, depth)
-        part["score"] = weight / (k + part["rank"].astype("float64"))
-        parts.append(part[["qid", "docid", "score"]])
-    return combine(parts, depth)
+        part["score"] = 1.0 / (k + part["rank"].astype("float64"))
+        out.append(part[["qid", "docid", "score"]])
+    return out

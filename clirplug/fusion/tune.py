@@ -36,16 +36,52 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
     import pandas as pd
 
     from clirplug.eval.measures import evaluate
-    from clirplug.fusion import fuse
+    from clirplug.fusion import get_parts
+    from clirplug.fusion._common import check_depth
 
     if len(runs) != 2:
         raise ClirplugError(f"kappa tuning fuses exactly two runs, got {len(runs)}; give --weights for more")
     grid = kappa_grid() if grid is None else list(grid)
     queries = set(qrels["qid"].astype(str))
     runs = [run[run["qid"].astype(str).isin(queries)] for run in runs]
-    fused = {repr(kappa): fuse(method, runs, weights=[kappa, 1 - kappa], depth=depth) for kappa in grid}
+    parts, by_hits = get_parts(method)
+    table = _aligned(parts(runs, check_depth(depth)))
+    fused = {repr(kappa): _fused(table, kappa, depth, by_hits) for kappa in grid}
     result = evaluate(qrels, fused, [measure])
     return pd.DataFrame({"kappa": [float(name) for name in result["run"]], measure: result["value"].to_numpy()})
+
+
+def _aligned(parts):
+    """The two runs' contributions side by side: one row per (qid, docid) held by either, 0 where absent,
+    with integer codes ordered as :func:`clirplug.io.runs.sort_run` orders qids and docids."""
+    import numpy as np
+    import pandas as pd
+
+    from clirplug.io.runs import _codes
+
+    frame = pd.concat([part.assign(run=i) for i, part in enumerate(parts)], ignore_index=True)
+    wide = frame.pivot_table(index=["qid", "docid"], columns="run", values="score", aggfunc="sum", sort=False)
+    wide = wide.reindex(columns=[0, 1])
+    qids, docids = wide.index.get_level_values(0).astype(str), wide.index.get_level_values(1).astype(str)
+    return {"qid": np.asarray(qids), "docid": np.asarray(docids), "hits": wide.notna().sum(axis=1).to_numpy(),
+            "scores": wide.fillna(0.0).to_numpy(), "qid_codes": _codes(list(qids)), "doc_codes": _codes(list(docids))}
+
+
+def _fused(table, kappa, depth, by_hits):
+    """The run ``fuse`` gives for weights ``(kappa, 1 - kappa)``, from :func:`_aligned` contributions:
+    the same sums, the same order (score descending, docid ascending) and the same top ``depth`` cut."""
+    import numpy as np
+    import pandas as pd
+
+    scores = kappa * table["scores"][:, 0] + (1 - kappa) * table["scores"][:, 1]
+    if by_hits:
+        scores = scores * table["hits"]
+    order = np.lexsort((table["doc_codes"], -scores, table["qid_codes"]))
+    qids = table["qid_codes"][order]
+    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep = order[rank < depth]
+    return pd.DataFrame({"qid": table["qid"][keep], "docid": table["docid"][keep], "score": scores[keep]})
 
 
 def best_kappa(curve):

@@ -135,6 +135,36 @@ def test_kappa_curve_and_best_kappa():
         kappa_curve([run_a], qrels)
 
 
+@pytest.mark.parametrize("method", sorted(FUSERS))
+def test_kappa_curve_equals_fusing_each_kappa(method):
+    """The curve reuses each run's contributions; it must equal fusing and evaluating kappa by kappa."""
+    import numpy as np
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.fusion.tune import _aligned, _fused
+    from clirplug.fusion import get_parts
+
+    rng = np.random.default_rng(7)
+    runs = []
+    for shift in (0.0, -3.0):  # the second run has negative scores; rounding makes ties
+        rows = [(f"q{q}", f"d{d}", round(float(rng.normal()) + shift, 1))
+                for q in range(6) for d in rng.choice(40, size=25, replace=False)]
+        runs.append(pd.DataFrame(rows, columns=["qid", "docid", "score"]))
+    qrels = pd.DataFrame([(f"q{q}", f"d{d}", int(rng.integers(0, 3))) for q in range(5) for d in range(40)],
+                         columns=["qid", "docid", "relevance"])
+    grid = kappa_grid(0.1)
+    curve = kappa_curve(runs, qrels, method, grid, depth=20)
+    judged = [run[run["qid"] != "q5"] for run in runs]
+    slow = evaluate(qrels, {repr(k): fuse(method, judged, [k, 1 - k], depth=20) for k in grid}, ["MAP"])
+    assert curve["MAP"].tolist() == slow["value"].tolist()
+    parts, by_hits = get_parts(method)
+    table = _aligned(parts(judged, 20))
+    for kappa in (0.0, 0.3, 1.0):  # the same run, row for row and bit for bit
+        fast = sort_run(_fused(table, kappa, 20, by_hits))
+        expected = sort_run(fuse(method, judged, [kappa, 1 - kappa], depth=20))
+        pd.testing.assert_frame_equal(fast, expected)
+
+
 def test_curve_table_and_png(tmp_path):
     run_a, run_b, qrels = tuning_case()
     curve = kappa_curve([run_a, run_b], qrels, grid=kappa_grid(0.5))
