@@ -405,7 +405,6 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
 def _translate_chunk(task):
     """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.translate_query`)."""
     model_dir, kind, lang, field_name, topics = task
-    from clirplug.io.topics import topic_field
     from clirplug.mt.translator import Translator
     from clirplug.qt.dt import translate_query
 
@@ -414,7 +413,7 @@ def _translate_chunk(task):
     results = []
     for topic in topics:
         start = time.perf_counter()
-        text = translate_query(translator, topic_field(topic, field_name), field_name != "title")
+        text = translate_query(translator, topic, field_name)
         results.append((topic.id, text, time.perf_counter() - start))
     return results, peak_rss_mb()
 

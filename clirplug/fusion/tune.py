@@ -73,14 +73,13 @@ def _fused(table, kappa, depth, by_hits):
     import numpy as np
     import pandas as pd
 
+    from clirplug.io.runs import ranks_within
+
     scores = kappa * table["scores"][:, 0] + (1 - kappa) * table["scores"][:, 1]
     if by_hits:
         scores = scores * table["hits"]
     order = np.lexsort((table["doc_codes"], -scores, table["qid_codes"]))
-    qids = table["qid_codes"][order]
-    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    keep = order[rank < depth]
+    keep = order[ranks_within(table["qid_codes"][order]) <= depth]
     return pd.DataFrame({"qid": table["qid"][keep], "docid": table["docid"][keep], "score": scores[keep]})
 
 

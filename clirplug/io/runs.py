@@ -98,6 +98,15 @@ def _codes(values):
     return np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
 
 
+def ranks_within(sorted_keys):
+    """1-based rank of each row within its block of equal keys (``sorted_keys`` grouped, e.g. qid codes in run order)."""
+    import numpy as np
+
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    positions = np.arange(len(sorted_keys))
+    return (positions - np.repeat(starts, np.diff(np.r_[starts, len(sorted_keys)])) + 1).astype(np.int64)
+
+
 # How equal scores are ordered: by docid ascending, as Anserini's TiebreakerReranker and
 # Pyserini's run files do, or descending, the order in which trec_eval itself reads ties.
 TIE_BREAKS = {"anserini": True, "trec_eval": False}
@@ -149,10 +158,7 @@ def sort_run(frame, ties="anserini"):
         row = frame.iloc[int(first[counts > 1].min())]
         raise ClirplugError(f"run lists document {row.docid!r} twice for query {row.qid!r}")
     frame = frame.iloc[order].reset_index(drop=True)
-    sorted_qids = qid_codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_qids[1:] != sorted_qids[:-1]])
-    positions = np.arange(len(frame))
-    frame["rank"] = (positions - np.repeat(starts, np.diff(np.r_[starts, len(frame)])) + 1).astype(np.int64)
+    frame["rank"] = ranks_within(qid_codes[order])
     return frame[RUN_COLUMNS + [name for name in frame.columns if name not in RUN_COLUMNS]]
 
 

@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from clirplug.errors import ClirplugError
 
 
-def translate_query(translator, text: str, split_sentences: bool, stopwords: Iterable[str] = ()) -> str:
-    """The 1-best translation of ``text`` (sentence by sentence when ``split_sentences``), stopwords removed."""
+def translate_query(translator, topic, field: str, stopwords: Iterable[str] = ()) -> str:
+    """The 1-best translation of a topic's ``field`` (a title whole, other fields sentence by sentence,
+    :meth:`clirplug.mt.translator.Translator.topic_sentences`), stopwords removed."""
     stop = frozenset(stopwords)
     words = []
-    for tokens in translator.sentences(text, split=split_sentences):
+    for tokens in translator.topic_sentences(topic, field):
         best = translator.translate(tokens, nbest=1)
         if best:
             words.extend(w for w in best[0].words if w.lower() not in stop)
@@ -28,9 +29,7 @@ def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), pr
 
     from tqdm import tqdm
 
-    from clirplug.io.topics import topic_field
-
-    return {topic.id: translate_query(translator, topic_field(topic, field), field != "title", stopwords)
+    return {topic.id: translate_query(translator, topic, field, stopwords)
             for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
 
 

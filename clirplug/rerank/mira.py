@@ -197,13 +197,6 @@ def held_out_choices(instances: Sequence[Instance], initial: np.ndarray, grid: S
     return result
 
 
-def cross_validate(instances: Sequence[Instance], initial: np.ndarray, grid: Sequence[float],
-                   epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS, seed: int = 0) -> list[tuple[float, float]]:
-    """``(C, mean held-out AP of the chosen candidates)`` for each ``C`` of ``grid`` (see :func:`held_out_choices`)."""
-    choices = held_out_choices(instances, initial, grid, epochs, folds, seed)
-    return [(float(C), float(ap.mean()) if len(ap) else 0.0) for C, ap in zip(grid, choices)]
-
-
 def paired_standard_errors(choices: Sequence[np.ndarray]) -> np.ndarray:
     """Per ``C``: the standard error of the mean of the per-instance differences between the best
     ``C``'s held-out APs (highest mean) and this ``C``'s (0 for the best one itself)."""
@@ -459,13 +452,12 @@ def train(topics, qrels, translator, searcher, index=None, field: str = "title",
 # ============================================================================ DT with the reranked 1-best
 
 
-def reranked_query(translator, model: MiraModel, text: str, split_sentences: bool,
-                   stopwords: Iterable[str] = (), index=None) -> str:
-    """The DT query of ``text`` with each sentence's n-best list reranked by ``model`` (``index``: the
-    searched index's statistics, needed by a model with retrieval features, see :meth:`MiraModel.rank`)."""
+def reranked_query(translator, model: MiraModel, topic, field: str, stopwords: Iterable[str] = (), index=None) -> str:
+    """The DT query of a topic's ``field`` with each sentence's n-best list reranked by ``model`` (``index``:
+    the searched index's statistics, needed by a model with retrieval features, see :meth:`MiraModel.rank`)."""
     stop = frozenset(w.lower() for w in stopwords)
     words = []
-    for tokens in translator.sentences(text, split=split_sentences):
+    for tokens in translator.topic_sentences(topic, field):
         cands = translator.translate(tokens, int(model.settings.get("nbest", MIRA_NBEST)))
         if cands:
             words.extend(query_words(cands[model.rank(cands, tokens, index, stop)], stop))
@@ -476,7 +468,6 @@ def search_run(args, topics):
     """``clirplug search --method dt-mira``: DT with the MIRA-reranked 1-best of each sentence."""
     from tqdm import tqdm
 
-    from clirplug.io.topics import topic_field
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.translator import Translator
@@ -498,8 +489,7 @@ def search_run(args, topics):
     translator.restrict_topics(topics, args.field)
     index = LuceneIndex(args.index, progress=not args.quiet) if model.uses_index else None
     try:
-        queries = {t.id: reranked_query(translator, model, topic_field(t, args.field), args.field != "title",
-                                        stopwords, index)
+        queries = {t.id: reranked_query(translator, model, t, args.field, stopwords, index)
                    for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}
     finally:
         if index is not None:

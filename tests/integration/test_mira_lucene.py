@@ -87,8 +87,8 @@ def test_trained_weights_pick_the_retrieval_oracle(searcher):
                   progress=False)
     assert model.stats["train_ap_decoder_1best"] < model.stats["train_ap_reranked"] == model.stats["train_ap_oracle"]
     assert model.weights[model.names.index("LanguageModel")] < 0  # it learned to prefer the LM's second choice
-    assert reranked_query(translator, model, "kopieren", split_sentences=False) == "copy"
-    assert reranked_query(translator, model, "verzeichnis. kopieren", split_sentences=True) == "folder copy"
+    assert reranked_query(translator, model, Topic("q", "kopieren", ""), "title") == "copy"
+    assert reranked_query(translator, model, Topic("q", "", "verzeichnis. kopieren"), "desc") == "folder copy"
 
 
 class CountingSearcher:
@@ -128,7 +128,7 @@ def test_models_with_retrieval_features_rerank_with_the_index(searcher, index):
     translator = FakeTranslator()
     model = train(topics, QRELS, translator, searcher, index, "title", nbest=2, grid=[1.0], folds=2, progress=False)
     assert model.uses_index
-    assert reranked_query(translator, model, "kopieren", False, index=index) == "copy"
+    assert reranked_query(translator, model, Topic("q", "kopieren", ""), "title", index=index) == "copy"
 
 
 def test_searches_are_kept_and_reused(searcher, tmp_path):

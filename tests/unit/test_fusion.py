@@ -141,8 +141,8 @@ def test_kappa_curve_equals_fusing_each_kappa(method):
     import numpy as np
 
     from clirplug.eval.measures import evaluate
-    from clirplug.fusion.tune import _aligned, _fused
     from clirplug.fusion import get_parts
+    from clirplug.fusion.tune import _aligned, _fused
 
     rng = np.random.default_rng(7)
     runs = []
