@@ -8,7 +8,7 @@ Usage::
 
 ``--model`` is a model folder (``docs/models.md``) with ``grammar.flat.gz``, ``grammar.hiero.gz``,
 ``lm.arpa`` and ``lex.e_given_f.npz``; ``--grammars DIR`` reads the grammars from another folder
-(e.g. copies already filtered to the benchmark's vocabulary). Only the rules whose source words
+(e.g. copies already filtered to the benchmark's sentences). Only the rules whose source phrases
 occur in the benchmark's sentences are loaded (grammar and LM loading are reported, not timed per
 sentence). Weights: ``--weights-KIND`` or else ``DIR/weights.KIND`` or else the defaults. Nothing
 is tuned here (``clirplug train weights`` does that, on train lines only).
@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from clirplug.io.topics import read_topics
 from clirplug.mt.decoder import Decoder, load_lm
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
-from clirplug.mt.grammar import read_grammar
+from clirplug.mt.grammar import SourcePhrases, read_grammar
 from clirplug.mt.lexicon import LexicalTable
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences
 from clirplug.mt.tune import corpus_bleu
@@ -92,9 +92,9 @@ def main():
     src_lines = (args.data / "bitext.dev.de").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
     ref_lines = (args.data / "bitext.dev.en").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
     bleu_sentences = [[tokenize(s) for s in split_sentences(line, "de")] for line in src_lines]
-    vocabulary = set() if args.no_timing else {w for tokens in titles + descs for w in tokens}
+    restriction = SourcePhrases([] if args.no_timing else titles + descs)
     if {"flat", "hiero"} & set(systems):
-        vocabulary |= {w for line in bleu_sentences for tokens in line for w in tokens}
+        restriction.add([tokens for line in bleu_sentences for tokens in line])
 
     started = time.time()
     lm = load_lm(args.model / "lm.arpa")
@@ -104,9 +104,9 @@ def main():
         weights_path = getattr(args, f"weights_{kind}") or args.model / f"weights.{kind}"
         weights = read_weights(weights_path) if weights_path.is_file() else {}
         started = time.time()
-        rules = read_grammar((args.grammars or args.model) / f"grammar.{kind}.gz", vocabulary)
+        rules = read_grammar((args.grammars or args.model) / f"grammar.{kind}.gz", restriction)
         decoders[kind] = Decoder(rules, lm, weights, pop_limit=args.pop_limit)
-        notes.append(f"- {kind}: {len(rules)} rules usable on the benchmark's words "
+        notes.append(f"- {kind}: {len(rules)} rules usable on the benchmark's sentences "
                      f"({len(decoders[kind].rules_by_src)} source sides), loaded in {time.time() - started:.0f} s; "
                      f"weights {weights_path if weights else 'defaults'}")
         print(notes[-1], file=sys.stderr)

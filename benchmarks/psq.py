@@ -1,7 +1,7 @@
 """PSQ on manclir-de: tuning on train, quality on dev, identity with Lucene, latency against Lucene BM25.
 
 Usage:
-  .venv/bin/python benchmarks/psq.py tune [--variants ...]  # search on train (MAP), writes runs/psq.<variant>.<field>.params.json
+  .venv/bin/python benchmarks/psq.py tune [--variants ...] [--kind hiero]  # search on train (MAP), writes runs/psq.<name>.<field>.params.json
   .venv/bin/python benchmarks/psq.py report    # dev runs of the tuned settings, table with floor/ceiling/DT, p-values
   .venv/bin/python benchmarks/psq.py identity  # identity table vs Lucene BM25 on every dev title and desc
   .venv/bin/python benchmarks/psq.py latency   # PSQ (best on train) vs a weighted Lucene BooleanQuery, same expanded terms
@@ -16,6 +16,8 @@ orphan mass); ``interp`` starts from the ``nbest`` setting of the same heuristic
 λ over the simplex in steps of 1/4, then p_L, p_C and the orphan mass. Only the train split is searched; dev is
 only reported. Pr_nbest needs the n-best lists of the train and dev topics, which are read
 from the model's translation cache (decode them first with ``clirplug translate --nbest 10``).
+A variant's name is the variant itself for the flat grammar and ``hiero.<variant>`` with
+``--kind hiero`` (Pr_grammar and Pr_nbest from the Hiero grammar and its decodings).
 """
 
 import argparse
@@ -88,11 +90,17 @@ def run_settings(scorer, topics, builders, field, settings):
     return psq_search(scorer, queries, hits=1000, progress=False)
 
 
-def start_point(variant: str, field: str) -> PsqSettings:
+def name(variant: str, kind: str) -> str:
+    """The name of a variant tuned with grammar ``kind`` (see the module docstring)."""
+    return variant if kind == "flat" else f"{kind}.{variant}"
+
+
+def start_point(variant: str, field: str, kind: str) -> PsqSettings:
     """Where the coordinate search of ``variant`` starts (see the module docstring)."""
     component, _, heuristic = variant.partition(".")
     if component == "interp":
-        return PsqSettings.parse(json.loads(Path(f"runs/psq.nbest.{heuristic}.{field}.params.json").read_text())["psq"])
+        nbest = Path(f"runs/psq.{name(f'nbest.{heuristic}', kind)}.{field}.params.json")
+        return PsqSettings.parse(json.loads(nbest.read_text())["psq"])
     token = PsqSettings.parse(json.loads(Path(f"runs/psq.token.{field}.params.json").read_text())["psq"])
     return replace(token, weights={c: float(c == component) for c in COMPONENTS}, heuristic=heuristic)
 
@@ -124,7 +132,7 @@ def search(variant, field, scorer, topics, qrels, builders, lambdas=LAMBDAS, lam
         for p_lower, p_cumulative, stop in itertools.product(P_LOWER, P_CUMULATIVE, STOP):
             measure(PsqSettings(p_lower=p_lower, p_cumulative=p_cumulative, stopwords=stop))
     else:
-        best = start_point(variant, field)
+        best = start_point(variant, field, builders.kind)
         for attribute, values in axes(variant, lambdas, lambda_only):  # max keeps the first of tied settings: the current point
             best = max([best] + [replace(best, **{attribute: v}) for v in values], key=measure)
     return results
@@ -143,13 +151,13 @@ def tune(args):
             results = search(variant, field, scorer, topics, qrels, builders, lambdas, args.lambda_only)
             ranked = sorted(results.items(), key=lambda item: (-item[1], item[0]))
             best_spec, best_map = ranked[0]
-            record = {"variant": variant, "field": field, "split": "train", "measure": "MAP", "kind": args.kind,
+            record = {"variant": name(variant, args.kind), "field": field, "split": "train", "measure": "MAP", "kind": args.kind,
                       "train_map": round(best_map, 4), "psq": best_spec, "evaluated": len(results),
                       "k1": scorer.k1, "b": scorer.b, "seconds": round(time.time() - start, 1),
                       "top5": [{"map": round(v, 4), "psq": s} for s, v in ranked[:5]]}
-            path = Path("runs") / f"psq.{variant}.{field}.params.json"
+            path = Path("runs") / f"psq.{record['variant']}.{field}.params.json"
             path.write_text(json.dumps(record, indent=1) + "\n")
-            print(f"| {variant} | {field} | {best_map:.4f} | `{best_spec}` | {len(results)} |", flush=True)
+            print(f"| {record['variant']} | {field} | {best_map:.4f} | `{best_spec}` | {len(results)} |", flush=True)
 
 
 def best_variant(field: str) -> dict:
@@ -174,7 +182,7 @@ def report(args):
     topics = read_topics(collection / "topics.dev.jsonl")
     qrels = read_qrels(collection / "qrels.dev.txt")
     scorer = PsqScorer(args.index)
-    builders = Builders(model, args.kind, topics)
+    builders = {kind: Builders(model, kind, topics) for kind in ("flat", "hiero")}  # loaded on first use
     rows = []
     for field in args.fields:
         runs = {"floor": read_run(f"runs/manclir-de.dev.floor.{field}.trec")}
@@ -185,7 +193,7 @@ def report(args):
         chosen = best_variant(field)["variant"]
         for params in sorted(Path("runs").glob(f"psq.*.{field}.params.json")):
             record = json.loads(params.read_text())
-            run = run_settings(scorer, topics, builders, field, PsqSettings.parse(record["psq"]))
+            run = run_settings(scorer, topics, builders[record.get("kind", "flat")], field, PsqSettings.parse(record["psq"]))
             write_run(run, f"runs/manclir-de.dev.psq.{record['variant']}.{field}.trec", tag=f"psq.{record['variant']}")
             runs[f"PSQ {record['variant']}" + (" (best on train)" if record["variant"] == chosen else "")] = run
         runs["ceiling"] = read_run("runs/manclir-de.dev.ceiling.title.trec")
@@ -267,8 +275,9 @@ def latency(args):
         searcher = Bm25Searcher(index)
         for field in FIELDS:
             record = best_variant(field)  # the PSQ configuration chosen on train
-            builder, tokenize = Builders(model, args.kind, topics)(PsqSettings.parse(record["psq"]), field)
-            queries = psq_queries(Args(model, field, args.kind), topics, builder, tokenize)
+            kind = record.get("kind", "flat")
+            builder, tokenize = Builders(model, kind, topics)(PsqSettings.parse(record["psq"]), field)
+            queries = psq_queries(Args(model, field, kind), topics, builder, tokenize)
             psq_ms, lucene_ms, sizes = [], [], []
             for dists in queries.values():
                 query = scorer.expressions(dists)

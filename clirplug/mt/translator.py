@@ -28,7 +28,7 @@ from clirplug.mt.decoder import (
     translations,
 )
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
-from clirplug.mt.grammar import format_rule, parse_rule, read_grammar
+from clirplug.mt.grammar import SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences, topic_sentences
@@ -57,7 +57,7 @@ class Translator:
         Read and write ``model_dir/cache/``.
 
     Call :meth:`restrict` with the sentences to translate before the first translation, so
-    that only the grammar rules they can use are loaded (a full Hiero grammar holds millions).
+    that only the grammar rules that can apply to them are loaded (a full Hiero grammar holds millions).
     """
 
     def __init__(self, model_dir, kind: str = "hiero", weights: Mapping[str, float] | None = None,
@@ -80,31 +80,29 @@ class Translator:
         self.tokenize = preprocessor(src_lang, self.model_dir)
         self._decoder: Decoder | None = None
         self._signature: str | None = None
-        self._vocabulary: set[str] | None = None
+        self._restriction: SourcePhrases | None = None
 
     @property
-    def vocabulary(self) -> set[str] | None:
-        """The source words whose rules are loaded (``None``: the whole grammar)."""
-        return self._vocabulary
+    def restriction(self) -> SourcePhrases | None:
+        """The source phrases whose rules are loaded (``None``: the whole grammar)."""
+        return self._restriction
 
     def restrict(self, sentences: Sequence[Sequence[str]]) -> None:
         """Load only the rules usable on these token lists (more can be added before loading).
 
-        Translating a sentence with a word outside the restriction later reloads the grammar
-        for the enlarged vocabulary, so results never depend on the restriction.
+        Translating a sentence with a phrase outside the restriction later reloads the grammar
+        for the enlarged restriction, so results never depend on it.
         """
-        words = {word for tokens in sentences for word in tokens}
-        if self._vocabulary is None:
-            self._vocabulary = words
-        elif not words <= self._vocabulary:
-            self._vocabulary |= words
+        if self._restriction is None:
+            self._restriction = SourcePhrases(sentences)
+        elif self._restriction.add(sentences):
             self._decoder = None
 
     @property
     def decoder(self) -> Decoder:
-        """The decoder, loaded on first use (with the rules of the :meth:`restrict` vocabulary only)."""
+        """The decoder, loaded on first use (with the rules the :meth:`restrict` sentences can use only)."""
         if self._decoder is None:
-            rules = read_grammar(self.grammar_path, self._vocabulary)
+            rules = read_grammar(self.grammar_path, self._restriction)
             self._decoder = Decoder(rules, load_lm(self.lm_path), self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
         return self._decoder
@@ -114,7 +112,7 @@ class Translator:
         self.restrict([tokens for topic in topics for tokens in self.topic_sentences(topic, field)])
 
     def _decoder_for(self, tokens: Sequence[str]) -> Decoder:
-        if self._vocabulary is not None:
+        if self._restriction is not None:
             self.restrict([tokens])
         return self.decoder
 

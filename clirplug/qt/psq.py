@@ -182,12 +182,12 @@ def builder_from_args(args, settings, topics=None):
             raise ClirplugError(f"{path}: missing; run `clirplug train align` first")
         token = LexicalTable.load(path)
     if settings.weights["grammar"] > 0:
-        from clirplug.mt.grammar import read_grammar
+        from clirplug.mt.grammar import SourcePhrases, read_grammar
 
         path = model / f"grammar.{args.kind}.gz"
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
-        grammar = read_grammar(path, None if sentences is None else {word for tokens in sentences for word in tokens})
+        grammar = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
     if settings.weights["nbest"] > 0 or settings.orphans > 0:
         from clirplug.mt.translator import Translator
 

@@ -583,7 +583,7 @@ class NoLMForests:
 
         self.translator = translator
         self.weights = translator.weights
-        self.decoder = Decoder(read_grammar(translator.grammar_path, translator.vocabulary), None, translator.weights,
+        self.decoder = Decoder(read_grammar(translator.grammar_path, translator.restriction), None, translator.weights,
                                translator.pop_limit, translator.max_span)
         self._cache: dict[tuple[str, ...], Hypergraph] = {}
 

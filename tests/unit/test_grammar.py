@@ -2,12 +2,14 @@
 
 import gzip
 import itertools
+import random
 
 import pytest
 
 from clirplug.errors import ClirplugError
 from clirplug.mt.grammar import (
     Rule,
+    SourcePhrases,
     filter_for_sentence,
     format_rule,
     is_nonterminal,
@@ -186,7 +188,7 @@ def test_filter_for_sentence():
     assert kept == [rules[0], rules[2], rules[3], rules[4]]
 
 
-def test_read_grammar_with_vocabulary_keeps_exactly_the_usable_source_sides(tmp_path):
+def test_read_grammar_restricted_to_sentences_keeps_the_rules_whose_terminal_runs_are_phrases(tmp_path):
     rules = [
         Rule("X", ("a", "[X,1]", "b"), ("A", "[X,1]", "B"), (("EgivenF", 0.5),), ((0, 0), (2, 2))),
         Rule("X", ("[X,1]", "c"), ("[X,1]", "C"), (("EgivenF", 0.1),), ((1, 1),)),
@@ -196,9 +198,25 @@ def test_read_grammar_with_vocabulary_keeps_exactly_the_usable_source_sides(tmp_
     for name in ("grammar.gz", "grammar.txt"):
         write_grammar(rules, tmp_path / name)
         assert read_grammar(tmp_path / name) == rules
-        assert read_grammar(tmp_path / name, {"a", "b"}) == [rules[0], rules[2]]
-        assert read_grammar(tmp_path / name, {"c", "z", "a"}) == rules[1:]
-        assert read_grammar(tmp_path / name, set()) == []
+        assert read_grammar(tmp_path / name, SourcePhrases([["a", "x", "b"]])) == [rules[0], rules[2]]
+        # the words of "z a" occur, but not as a phrase: the rule cannot apply
+        assert read_grammar(tmp_path / name, SourcePhrases([["a", "z"], ["c"]])) == [rules[1], rules[2]]
+        assert read_grammar(tmp_path / name, SourcePhrases([["c", "z", "a"]])) == rules[1:]
+        assert read_grammar(tmp_path / name, SourcePhrases()) == []
     # cdec's 4-field form (no left-hand side) is filtered on its source field too
     (tmp_path / "four.txt").write_text("[X,1] c ||| [X,1] C ||| 0.1\nz a ||| Z A ||| 0.3\n", encoding="utf-8")
-    assert [r.src for r in read_grammar(tmp_path / "four.txt", {"c"})] == [("[X,1]", "c")]
+    assert [r.src for r in read_grammar(tmp_path / "four.txt", SourcePhrases([["c"]]))] == [("[X,1]", "c")]
+
+
+def test_source_phrases_admit_a_superset_of_the_rules_usable_on_a_sentence():
+    rng = random.Random(5)
+    words = ["a", "b", "c"]
+    for _ in range(300):
+        sentences = [[rng.choice(words) for _ in range(rng.randint(1, 5))] for _ in range(rng.randint(1, 3))]
+        restriction = SourcePhrases(sentences)
+        src = tuple(rng.choice(words + ["[X,1]"]) for _ in range(rng.randint(1, 4)))
+        usable = any(source_matches(src, tokens) for tokens in sentences)
+        assert not usable or restriction.admits(" ".join(src))
+        # and it is exact for sources without nonterminals
+        if "[X,1]" not in src:
+            assert restriction.admits(" ".join(src)) == usable
