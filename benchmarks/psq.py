@@ -193,6 +193,8 @@ def report(args):
         chosen = best_variant(field)["variant"]
         for params in sorted(Path("runs").glob(f"psq.*.{field}.params.json")):
             record = json.loads(params.read_text())
+            if args.variants and record["variant"] not in args.variants:
+                continue
             run = run_settings(scorer, topics, builders[record.get("kind", "flat")], field, PsqSettings.parse(record["psq"]))
             write_run(run, f"runs/manclir-de.dev.psq.{record['variant']}.{field}.trec", tag=f"psq.{record['variant']}")
             runs[f"PSQ {record['variant']}" + (" (best on train)" if record["variant"] == chosen else "")] = run
@@ -310,7 +312,8 @@ def main():
                         help="indexes for the latency comparison")
     parser.add_argument("--model", default="models/manclir-de")
     parser.add_argument("--kind", default="flat", choices=("flat", "hiero"), help="grammar of Pr_grammar and Pr_nbest")
-    parser.add_argument("--variants", nargs="+", help="variants to tune (default: all the model supports)")
+    parser.add_argument("--variants", nargs="+", help="variants to tune (default: all the model supports) or to report "
+                        "(default: all tuned)")
     parser.add_argument("--fields", nargs="+", default=list(FIELDS), choices=FIELDS)
     parser.add_argument("--lambdas", nargs="+", metavar="T:G:N", help="interp: the λ grid (default: simplex, step 1/4)")
     parser.add_argument("--lambda-only", action="store_true", help="interp: search λ only (p_L, p_C of the nbest start)")
