@@ -34,8 +34,10 @@ from clirplug.eval.significance import randomization_test
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import read_run, write_run
 from clirplug.io.topics import read_topics
-from clirplug.qt.psq import PsqScorer, builder_from_args, psq_queries, psq_search
-from clirplug.qt.psq_tables import COMPONENTS, HEURISTICS, PsqBuilder, PsqSettings
+from clirplug.qt.psq import PsqScorer, psq_queries
+from clirplug.qt.psq_tables import COMPONENTS, HEURISTICS, PsqSettings
+from clirplug.qt.psq_tune import Builders
+from clirplug.qt.psq_tune import run_settings as tune_run
 
 MEASURES = ["MAP", "nDCG@10", "PRES@100", "R@100"]
 FIELDS = ("title", "desc")
@@ -47,13 +49,6 @@ ORPHANS = (0.0, 0.2, 0.5, 0.8)
 LAMBDAS = tuple(lam for lam in itertools.product((0, 0.25, 0.5, 0.75, 1), repeat=3) if sum(lam) == 1)
 
 
-class Args:
-    """The attributes ``builder_from_args`` and ``psq_queries`` read, for in-process runs."""
-
-    def __init__(self, model, field, kind="flat", src_lang="de"):
-        self.table, self.model, self.field, self.kind, self.src_lang = None, model, field, kind, src_lang
-
-
 def variants(model: Path, kind: str) -> list[str]:
     """The variants the model folder supports, in tuning order."""
     out = ["token"]
@@ -63,31 +58,8 @@ def variants(model: Path, kind: str) -> list[str]:
     return out
 
 
-class Builders:
-    """PsqBuilders for any settings, sharing the loaded model parts and the per-sentence tables.
-
-    The grammar is read once per field, restricted to the words of that field in ``topics``.
-    """
-
-    def __init__(self, model: Path, kind: str, topics):
-        self.model, self.kind, self.topics = model, kind, topics
-        self.loaded: dict = {}
-        self.memo: dict = {}
-
-    def __call__(self, settings: PsqSettings, field: str):
-        every = PsqSettings(weights={c: 1.0 for c in COMPONENTS})  # load all parts once
-        key = field if settings.orphans > 0 or any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
-        if key not in self.loaded:
-            needed = every if key == field else PsqSettings()
-            self.loaded[key] = builder_from_args(Args(self.model, field, self.kind), needed, self.topics)
-        builder, tokenize = self.loaded[key]
-        return PsqBuilder(settings, builder.token, builder.grammar, builder.translate, self.memo), tokenize
-
-
 def run_settings(scorer, topics, builders, field, settings):
-    builder, tokenize = builders(settings, field)
-    queries = psq_queries(Args(builders.model, field, builders.kind), topics, builder, tokenize)
-    return psq_search(scorer, queries, hits=1000, progress=False)
+    return tune_run(scorer, builders, field, settings, topics)
 
 
 def name(variant: str, kind: str) -> str:
@@ -278,8 +250,9 @@ def latency(args):
         for field in FIELDS:
             record = best_variant(field)  # the PSQ configuration chosen on train
             kind = record.get("kind", "flat")
-            builder, tokenize = Builders(model, kind, topics)(PsqSettings.parse(record["psq"]), field)
-            queries = psq_queries(Args(model, field, kind), topics, builder, tokenize)
+            builders = Builders(model, kind, topics)
+            builder, tokenize = builders(PsqSettings.parse(record["psq"]), field)
+            queries = psq_queries(builders.source(field), topics, builder, tokenize)
             psq_ms, lucene_ms, sizes = [], [], []
             for dists in queries.values():
                 query = scorer.expressions(dists)

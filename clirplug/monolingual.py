@@ -6,6 +6,12 @@ from clirplug.errors import ClirplugError
 MATE_RELEVANCE = 2
 
 
+def mate_titles(corpus, docids: set[str]) -> dict[str, str]:
+    """``docid -> title`` of the documents ``docids`` found in ``corpus`` (the contents' first 200
+    characters for a document without a title): the English query of a mate."""
+    return {doc.id: doc.title or doc.contents[:200] for doc in read_corpus(corpus) if doc.id in docids}
+
+
 def mate_title_queries(qrels, corpus) -> dict[str, str]:
     """``qid -> title`` of each query's mate, the document judged relevance 2.
 
@@ -14,10 +20,7 @@ def mate_title_queries(qrels, corpus) -> dict[str, str]:
     """
     mates = qrels[qrels["relevance"] == MATE_RELEVANCE].drop_duplicates("qid")
     wanted = dict(zip(mates["docid"], mates["qid"]))
-    titles = {}
-    for doc in read_corpus(corpus):
-        if doc.id in wanted:
-            titles[doc.id] = doc.title or doc.contents[:200]
+    titles = mate_titles(corpus, set(wanted))
     missing = sorted(set(wanted) - set(titles))
     if missing:
         raise ClirplugError(f"{corpus}: {len(missing)} mate documents of the qrels are not in the corpus, e.g. {missing[0]!r}")

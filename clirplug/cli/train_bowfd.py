@@ -4,10 +4,13 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 
 
 def add_arguments(parser):
-    parser.add_argument("--model", required=True, metavar="DIR", help="translation model folder (see docs/models.md)")
+    parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
+                        help="translation model folder (see docs/models.md); several, one per --topics file, to "
+                             "translate each file's topics by its own model (cross-fitting)")
     parser.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index of the target collection")
-    parser.add_argument("--topics", required=True, metavar="FILE", help="training topics (the train split)")
+    parser.add_argument("--topics", required=True, nargs="+", metavar="FILE",
+                        help="training topics (the train split), or one file per --model")
     parser.add_argument("--qrels", required=True, metavar="FILE", help="their relevance judgements")
     parser.add_argument("--candidates", required=True, metavar="RUN",
                         help="first-stage run on the training topics: negatives and held-out reranking come from it")
@@ -72,21 +75,33 @@ def run(args):
         raise ClirplugError(f"--holdout must lie in [0, 1), got {args.holdout}")
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
-    translator = Translator(args.model, kind=args.kind)
-    start = BowfdWeights(smt=dict(translator.weights), v=args.v if args.v is not None else 1.6, lex_enabled=args.lex)
+    if len(args.model) not in (1, len(args.topics)):
+        raise ClirplugError(f"--model names {len(args.model)} folders but --topics {len(args.topics)} files: "
+                            "give one model, or one per topics file")
+    translators = [Translator(model, kind=args.kind) for model in args.model]
+    start = BowfdWeights(smt=dict(translators[0].weights), v=args.v if args.v is not None else 1.6, lex_enabled=args.lex)
     scoring = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
                           b=args.b if args.b is not None else DEFAULT_B, beam=args.beam, field=args.field).check()
-    model = BowFD(translator, LuceneIndex(args.index, progress=not args.quiet), start, scoring)
+    index = LuceneIndex(args.index, progress=not args.quiet)
     qrels = read_qrels(args.qrels)
     judged = {qid: dict(zip(group["docid"], group["relevance"].astype(int))) for qid, group in qrels.groupby("qid")}
     candidates = {qid: group["docid"].tolist() for qid, group in sort_run(read_run(args.candidates)).groupby("qid")}
-    topics = [t for t in read_topics(args.topics) if t.id in judged and t.id in candidates]
+    part_of, topics = {}, []
+    for part, path in enumerate(args.topics):
+        for topic in read_topics(path):
+            if topic.id in judged and topic.id in candidates and topic.id not in part_of:
+                part_of[topic.id] = part if len(translators) > 1 else 0
+                topics.append(topic)
     if not topics:
-        raise ClirplugError(f"{args.topics}: no topic has both judgements in {args.qrels} and candidates in {args.candidates}")
+        raise ClirplugError(f"{' '.join(args.topics)}: no topic has both judgements in {args.qrels} "
+                            f"and candidates in {args.candidates}")
     rng = np.random.default_rng(args.seed)
     if args.max_topics and args.max_topics < len(topics):
         topics = [topics[i] for i in sorted(rng.choice(len(topics), args.max_topics, replace=False))]
-    translator.restrict_topics(topics, args.field)
+    models = []
+    for part, translator in enumerate(translators):
+        translator.restrict_topics([t for t in topics if part_of[t.id] == part], args.field)
+        models.append(BowFD(translator, index, start, scoring))
     held_ids = set()
     if args.holdout > 0:
         count = max(1, round(args.holdout * len(topics)))
@@ -98,12 +113,13 @@ def run(args):
         text = topic_field(topic, args.field)
         if topic.id in held_ids:
             docids = candidates[topic.id][:args.depth]
-            query = build_query(model, topic.id, text, docids, np.array([grades.get(d, 0) for d in docids], float), space)
+            query = build_query(models[part_of[topic.id]], topic.id, text, docids,
+                                np.array([grades.get(d, 0) for d in docids], float), space)
             if query is not None:
                 held_out.append(HeldOut(query, sum(1 for g in grades.values() if g > 0)))
         else:
             docids, relevance = training_documents(candidates[topic.id], grades, config.negatives)
-            query = build_query(model, topic.id, text, docids, relevance, space)
+            query = build_query(models[part_of[topic.id]], topic.id, text, docids, relevance, space)
             if query is not None and query.pairs:
                 train_queries.append(query)
     comment = {"field": args.field, "k1": scoring.k1, "b": scoring.b, "beam": scoring.beam, "lex": args.lex,

@@ -30,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "collection": None,
     "splits": ["dev"],
     "tune_split": "train",
+    "folds": 3,
     "fields": ["title", "desc"],
     "measures": ["MAP", "nDCG", "PRES@1000"],
     "hits": 1000,
@@ -100,6 +101,7 @@ class ExperimentConfig:
     translations: dict
     runs: tuple[RunSpec, ...]
     source: str = "config"
+    folds: int = 0  # cross-fitting folds of the tune split (0: tune on the final model's translations)
 
     @property
     def run_dir(self) -> Path:
@@ -253,6 +255,9 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         if not collection.topics(split).is_file():
             raise _error(source, "splits" if split in splits else "tune_split",
                          f"{collection.topics(split)}: no such file")
+    folds = _check_type(source, "folds", values["folds"], int)
+    if folds < 0 or folds == 1:
+        raise _error(source, "folds", f"expected 0 (no cross-fitting) or at least 2, got {folds}")
     fields = _string_list(source, "fields", values["fields"], FIELDS)
     measures = _string_list(source, "measures", values["measures"])
     try:
@@ -305,4 +310,4 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     root = Path(_check_type(source, "root", values["root"], str))
     root = (root if root.is_absolute() else Path.cwd() / root).resolve()
     return ExperimentConfig(exp_name, root, collection, splits, tune_split, fields, measures, hits, bm25,
-                            baseline, jobs, models, trans, tuple(runs), source)
+                            baseline, jobs, models, trans, tuple(runs), source, folds)

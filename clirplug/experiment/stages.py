@@ -84,8 +84,8 @@ class Method:
 class Model:
     """An entry of ``models:``: a ``clirplug train`` command, how the experiment calls it, what it writes.
 
-    ``arguments(config, src, tgt, kind)`` returns the command's fixed arguments, its input files
-    and its output files; ``needs`` names the models trained before it.
+    ``arguments(config, src, tgt, kind, out)`` returns the command's fixed arguments for the model
+    folder ``out``, its input files and its output files; ``needs`` names the models trained before it.
     """
 
     command: str  # a key of clirplug.cli.train.TRAIN_COMMANDS
@@ -96,8 +96,8 @@ class Model:
     filtered: bool = False  # gets ``--filter`` the source text the experiment translates
 
 
-def _align_arguments(config, src, tgt, kind):
-    coll, out = config.collection, config.model_dir
+def _align_arguments(config, src, tgt, kind, out):
+    coll = config.collection
     argv = ["--src", str(src), "--tgt", str(tgt), "--out", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
     inputs = (src, tgt)
     if coll.dictionary.is_file():
@@ -106,19 +106,18 @@ def _align_arguments(config, src, tgt, kind):
     return argv, inputs, (out / "lex.e_given_f.npz", out / "lex.f_given_e.npz", out / f"align.{coll.lang}-{coll.doc_lang}")
 
 
-def _grammar_arguments(config, src, tgt, kind):
-    coll, out = config.collection, config.model_dir
+def _grammar_arguments(config, src, tgt, kind, out):
+    coll = config.collection
     argv = ["--kind", kind, "--model", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
     return argv, (), (out / f"grammar.{kind}.gz",)
 
 
-def _lm_arguments(config, src, tgt, kind):
-    out = config.model_dir / "lm.arpa"
-    return ["--text", str(tgt), "--lang", config.collection.doc_lang, "--out", str(out)], (tgt,), (out,)
+def _lm_arguments(config, src, tgt, kind, out):
+    return ["--text", str(tgt), "--lang", config.collection.doc_lang, "--out", str(out / "lm.arpa")], (tgt,), (out / "lm.arpa",)
 
 
-def _weights_arguments(config, src, tgt, kind):
-    coll, out = config.collection, config.model_dir
+def _weights_arguments(config, src, tgt, kind, out):
+    coll = config.collection
     argv = ["--model", str(out), "--kind", kind, "--src", str(src), "--tgt", str(tgt),
             "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
     return argv, (src, tgt), (out / f"weights.{kind}",)
@@ -404,11 +403,12 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
 
 def _translate_chunk(task):
     """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.translate_query`)."""
-    model_dir, kind, lang, field_name, topics = task
+    model_dir, kind, lang, field_name, topics, weights = task
+    from clirplug.mt.features import read_weights
     from clirplug.mt.translator import Translator
     from clirplug.qt.dt import translate_query
 
-    translator = Translator(model_dir, kind=kind, src_lang=lang)
+    translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
     translator.restrict_topics(topics, field_name)
     results = []
     for topic in topics:
@@ -440,6 +440,65 @@ def parallel_map(function, tasks, jobs: int):
         return list(pool.map(function, tasks))
 
 
+@stage_kind("folds")
+def folds_stage(stage: Stage, ctx: Context) -> dict:
+    """Cross-fitting folds (:mod:`clirplug.crossfit`): each fold's topics, and the bitext without its pages."""
+    from clirplug.atomic import atomic_open
+    from clirplug.crossfit import fold_of, held_out_lines, page_name, read_ids
+    from clirplug.io.topics import read_topics
+
+    folds = stage.settings["folds"]
+    topics_path, src_path, tgt_path, ids_path = stage.inputs
+    topics = read_topics(topics_path)
+    src = src_path.read_text(encoding="utf-8").splitlines()
+    tgt = tgt_path.read_text(encoding="utf-8").splitlines()
+    if len(src) != len(tgt):
+        raise ClirplugError(f"{src_path}: {len(src)} lines, but {tgt_path} has {len(tgt)}")
+    ids = read_ids(ids_path, len(src))
+    fold = fold_of([t.id for t in topics], folds)
+    metrics = {"topics": [], "bitext_lines": []}
+    for k in range(folds):
+        mine = [t for t in topics if fold[t.id] == k]
+        kept = [not out for out in held_out_lines(ids, {page_name(t.id) for t in mine})]
+        files = iter(stage.outputs[3 * k: 3 * k + 3])
+        with atomic_open(next(files)) as out:
+            for topic in mine:
+                record = {"id": topic.id, "title": topic.title, "desc": topic.desc} | ({"narr": topic.narr} if topic.narr else {})
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        for path, lines in zip(files, (src, tgt)):
+            with atomic_open(path) as out:
+                out.writelines(line + "\n" for line, keep in zip(lines, kept) if keep)
+        metrics["topics"].append(len(mine))
+        metrics["bitext_lines"].append(sum(kept))
+    return metrics
+
+
+@stage_kind("copy")
+def copy_stage(stage: Stage, ctx: Context) -> dict:
+    """A file copied from another stage's output (a fold model's decoder weights)."""
+    from clirplug.atomic import atomic_open
+
+    with atomic_open(stage.outputs[0]) as out:
+        out.write(stage.inputs_from[0].read_text(encoding="utf-8"))
+    return {}
+
+
+@stage_kind("join")
+def join_stage(stage: Stage, ctx: Context) -> dict:
+    """The runs of a split's parts (cross-fitting folds) as one run file, in part order."""
+    import pandas as pd
+
+    from clirplug.io.runs import read_run
+
+    frames, latencies, tuned = [], {}, {}
+    for path in stage.inputs_from:
+        frames.append(read_run(path))
+        sidecar = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        latencies.update(sidecar["latency_seconds"])
+        tuned[path.name] = sidecar.get("tuned", {})
+    return write_run_with_sidecar(stage, pd.concat(frames, ignore_index=True), latencies, tuned={"parts": tuned})
+
+
 @stage_kind("translate")
 def translate_stage(stage: Stage, ctx: Context) -> dict:
     """1-best query translations of one split and field, topics spread over ``--jobs`` processes."""
@@ -447,9 +506,9 @@ def translate_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.io.topics import read_topics
 
     s = stage.settings
-    topics = read_topics(stage.inputs[0])
+    topics = read_topics(s["topics"])
     chunks = max(1, min(ctx.jobs, len(topics)))
-    tasks = [(s["model"], s["kind"], s["lang"], s["field"], topics[i::chunks]) for i in range(chunks)]
+    tasks = [(s["model"], s["kind"], s["lang"], s["field"], topics[i::chunks], s["weights"]) for i in range(chunks)]
     results = parallel_map(_translate_chunk, tasks, ctx.jobs)
     by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
     with atomic_open(stage.outputs[0]) as out:
@@ -468,33 +527,79 @@ def dt_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, frame, latencies)
 
 
-@stage_kind("psq")
+def _psq_scorer(ctx: Context, s: dict):
+    from clirplug.qt.psq import PsqScorer
+
+    return ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
+                   lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
+
+
+@stage_kind("psq-tune", version=1)
+def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
+    """PSQ settings by a coordinate search over the grid on the tune split (:mod:`clirplug.qt.psq_tune`)."""
+    import pandas as pd
+
+    from clirplug.atomic import atomic_open
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.topics import read_topics
+    from clirplug.qt.psq_tables import PsqSettings
+    from clirplug.qt.psq_tune import Builders, coordinate_search, run_settings
+
+    s = stage.settings
+    qrels = read_qrels(stage.inputs[0])
+    scorer = _psq_scorer(ctx, s)
+    builders = [Builders(p["model"], s["kind"], read_topics(p["topics"]), s["lang"]) for p in s["parts"]]
+    started = time.perf_counter()
+
+    def measure(settings):
+        run = pd.concat([run_settings(scorer, b, s["field"], settings, hits=s["hits"]) for b in builders],
+                        ignore_index=True)
+        value = float(evaluate(qrels, {"run": run}, [s["measure"]])["value"].iloc[0])
+        if ctx.progress:
+            print(f"{stage.name}: {s['measure']} {value:.4f} {settings.spec()}", file=sys.stderr, flush=True)
+        return value
+
+    best, results = coordinate_search(measure, PsqSettings.parse(s["psq"]), s["grid"])
+    record = {"psq": best.spec(), "measure": s["measure"], "value": results[best.spec()], "split": s["split"],
+              "parts": [p["split"] for p in s["parts"]], "grid": {key: values for key, values in s["grid"]},
+              "evaluated": [{"psq": spec, s["measure"]: value} for spec, value in results.items()]}
+    with atomic_open(stage.outputs[0]) as handle:
+        json.dump(record, handle, indent=1)
+        handle.write("\n")
+    return {"psq": best.spec(), s["measure"]: results[best.spec()], "evaluated": len(results),
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+@stage_kind("psq", version=2)
 def psq_stage(stage: Stage, ctx: Context) -> dict:
-    """PSQ (:mod:`clirplug.qt.psq`) with the model folder's tables and the run's ``--psq`` settings."""
+    """PSQ (:mod:`clirplug.qt.psq`) with the model folder's tables and the run's (or the tuned) ``--psq`` settings."""
     from tqdm import tqdm
 
     from clirplug.io.topics import read_topics
-    from clirplug.qt.psq import PsqScorer, builder_from_args, psq_queries
+    from clirplug.qt.psq import psq_queries
     from clirplug.qt.psq_tables import PsqSettings
+    from clirplug.qt.psq_tune import Builders
 
     s = stage.settings
-    settings = PsqSettings.parse(s["psq"])
-    args = argparse.Namespace(table=None, model=s["model"], kind=s["kind"], src_lang=s["lang"], field=stage.run["field"])
-    topics = read_topics(stage.inputs[0])
-    # grammar and decoder restricted to these topics' words (the builder is kept per topic file)
-    builder, tokenize = ctx.get(f"{s['model']}|psq|{s['psq']}|{s['kind']}|{stage.inputs[0]}|{args.field}",
-                                lambda: builder_from_args(args, settings, topics))
-    scorer = ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
-                     lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
+    spec = json.loads(stage.inputs_from[-1].read_text(encoding="utf-8"))["psq"] if s["tuned"] else s["psq"]
+    settings = PsqSettings.parse(spec)
+    topics = read_topics(s["topics"])
+    # grammar and decoder restricted to these topics' words (the builders are kept per topic file)
+    builders = ctx.get(f"{s['model']}|psq|{s['kind']}|{s['topics']}",
+                       lambda: Builders(s["model"], s["kind"], topics, s["lang"]))
+    builder, tokenize = builders(settings, stage.run["field"])
+    source = builders.source(stage.run["field"])
+    scorer = _psq_scorer(ctx, s)
     rows, latencies = [], {}
     for topic in tqdm(topics, desc=stage.name, unit=" queries", disable=not ctx.progress,
                       file=sys.stderr, leave=False):
         start = time.perf_counter()
-        dists = psq_queries(args, [topic], builder, tokenize)[topic.id]
+        dists = psq_queries(source, [topic], builder, tokenize)[topic.id]
         hits = scorer.search(dists, s["hits"])
         latencies[topic.id] = time.perf_counter() - start
         rows.extend((topic.id, docid, rank, score) for rank, (docid, score) in enumerate(hits, 1))
-    return write_run_with_sidecar(stage, _run_frame(rows), latencies)
+    return write_run_with_sidecar(stage, _run_frame(rows), latencies, tuned={"psq": spec} if s["tuned"] else None)
 
 
 def _train_command(stage: Stage, ctx: Context, module: str) -> None:
@@ -692,7 +797,7 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     candidates = read_run(candidates_path)
     groups = dict(tuple(candidates.groupby("qid", sort=False)))
     parts, latencies = [], {}
-    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
+    for topic in tqdm(read_topics(s["topics"]), desc=stage.name, unit=" queries", disable=not ctx.progress,
                       file=sys.stderr, leave=False):
         if topic.id not in groups:
             continue
@@ -706,6 +811,30 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
 
 
 # ----------------------------------------------------------------------------- planning
+
+@dataclass(frozen=True)
+class Part:
+    """Topics and the model folder that translates them: a whole split, or one fold of the tune split."""
+
+    split: str
+    topics: Path
+    model_dir: Path
+    fold: int | None = None
+    deps: tuple = ()  # the stage writing ``topics`` (folds); none for a collection file
+
+    @property
+    def name(self) -> str:
+        """The part in file and stage names: ``dev``, ``train``, ``train.f0``."""
+        return self.split if self.fold is None else f"{self.split}.f{self.fold}"
+
+    @property
+    def inputs(self) -> tuple:
+        return () if self.deps else (self.topics,)
+
+    @property
+    def inputs_from(self) -> tuple:
+        return (self.topics,) if self.deps else ()
+
 
 class Plan:
     """The stages of one config, in an order where every stage follows its dependencies."""
@@ -729,8 +858,13 @@ class Plan:
         return self.add(Stage("index", "index", {"language": c.collection.doc_lang}, inputs=(c.collection.corpus,),
                               outputs=(c.index_dir,)))
 
-    def model(self, name: str, kind: str | None = None) -> str:
-        """The stage training model ``name`` with its ``models:`` options (and the stages it needs)."""
+    def model(self, name: str, kind: str | None = None, fold: int | None = None) -> str:
+        """The stage training model ``name`` with its ``models:`` options (and the stages it needs).
+
+        With ``fold``, the model of that cross-fitting fold (:meth:`folds`): trained in
+        ``models/<collection>/fold-<k>/`` on the tune bitext without the fold's pages; its decoder
+        weights are the final model's (tuned on bitext lines, not on topics).
+        """
         c = self.config
         model = MODELS[name]
         module = train_module(model.command)
@@ -741,15 +875,71 @@ class Plan:
         for path in (src, tgt):
             if not path.is_file():
                 raise ClirplugError(f"{c.source}: models.{name}: {path}: no such file (the tune split's bitext)")
-        deps = tuple(self.model(other, kind) for other in model.needs)
-        argv, inputs, outputs = model.arguments(c, src, tgt, kind)
+        suffix = (f".{kind}" if model.per_kind else "") + ("" if fold is None else f".f{fold}")
+        if fold is not None and name == "weights":
+            final = self.stages[self.model("weights", kind)]
+            out = self.fold_model_dir(fold) / final.outputs[0].name
+            return self.add(Stage(f"model.weights{suffix}", "copy", {}, deps=(final.name,), outputs=(out,),
+                                  inputs_from=final.outputs))
+        deps = tuple(self.model(other, kind, fold) for other in model.needs)
+        inputs_from = ()
+        if fold is None:
+            argv, inputs, outputs = model.arguments(c, src, tgt, kind, c.model_dir)
+        else:
+            deps += (self.folds(),)
+            fold_src, fold_tgt = (self.fold_file(fold, f"bitext.{lang}") for lang in (c.collection.lang, c.collection.doc_lang))
+            argv, inputs, outputs = model.arguments(c, fold_src, fold_tgt, kind, self.fold_model_dir(fold))
+            inputs_from = tuple(path for path in inputs if path in (fold_src, fold_tgt))
+            inputs = tuple(path for path in inputs if path not in (fold_src, fold_tgt))
         if model.filtered:
             deps += (self.source_text(),)
             argv = argv + ["--filter", str(self.stages[self.source_text()].outputs[0])]
-        stage_name = f"model.{name}" + (f".{kind}" if model.per_kind else "")
-        return self.add(Stage(stage_name, "train", {"model": name, "module": module, "argv": argv,
-                                                    "options": c.models.get(name, {})},
-                              inputs=inputs, deps=deps, outputs=outputs))
+        return self.add(Stage(f"model.{name}{suffix}", "train", {"model": name, "module": module, "argv": argv,
+                                                                 "options": c.models.get(name, {})},
+                              inputs=inputs, deps=deps, outputs=outputs, inputs_from=inputs_from))
+
+    # cross-fitting ---------------------------------------------------------------
+    def fold_model_dir(self, fold: int) -> Path:
+        return self.config.model_dir / f"fold-{fold}"
+
+    def fold_file(self, fold: int, what: str) -> Path:
+        """A file of fold ``fold`` written by the ``folds`` stage (``topics.jsonl``, ``bitext.<lang>``)."""
+        return self.config.run_dir / "folds" / f"f{fold}.{what}"
+
+    def folds(self) -> str:
+        """The cross-fitting folds of the tune split: each fold's topics, and the tune bitext without its pages."""
+        c = self.config
+        coll = c.collection
+        ids = coll.bitext(c.tune_split, "ids")
+        if not ids.is_file():
+            raise ClirplugError(f"{c.source}: folds: {ids}: no such file (the page of every bitext line, needed to keep "
+                                "a fold's pages out of its model); add it, or set folds: 0 to tune on the final model")
+        outputs = tuple(self.fold_file(k, what) for k in range(c.folds)
+                        for what in ("topics.jsonl", f"bitext.{coll.lang}", f"bitext.{coll.doc_lang}"))
+        return self.add(Stage("folds", "folds", {"folds": c.folds, "langs": [coll.lang, coll.doc_lang]},
+                              inputs=(coll.topics(c.tune_split), coll.bitext(c.tune_split, coll.lang),
+                                      coll.bitext(c.tune_split, coll.doc_lang), ids),
+                              outputs=outputs))
+
+    def parts(self, split: str) -> list[Part]:
+        """The topics of ``split`` with the model that translates them: one part, or a part per fold (tune split)."""
+        c = self.config
+        if split != c.tune_split or not c.folds:
+            return [Part(split, c.collection.topics(split), c.model_dir)]
+        folds = self.folds()
+        return [Part(split, self.fold_file(k, "topics.jsonl"), self.fold_model_dir(k), k, (folds,))
+                for k in range(c.folds)]
+
+    def split_run(self, run: dict, plan_part) -> None:
+        """Plan ``run`` (name, method, split, field) by ``plan_part(part) -> stage name`` for each part of its
+        split; the runs of several parts are joined into the split's run file."""
+        parts = self.parts(run["split"])
+        if len(parts) == 1:
+            plan_part(parts[0])
+            return
+        names = tuple(plan_part(part) for part in parts)
+        self.run_stage(run, "join", {"parts": [part.name for part in parts]}, deps=names,
+                       inputs_from=tuple(run_file(self.config, part.name, run["field"], run["name"]) for part in parts))
 
     def source_text(self) -> str:
         """The source-language text the experiment translates (grammars are filtered to it)."""
@@ -814,46 +1004,120 @@ def plan_ceiling(plan: Plan, splits) -> None:
                            _bm25_settings(c), inputs=(c.collection.qrels(split), c.collection.corpus), deps=(index,))
 
 
-def _translation_deps(plan: Plan, kind: str) -> tuple:
+def _translation_deps(plan: Plan, kind: str, fold: int | None = None) -> tuple:
     """The model stages a decoder of grammar ``kind`` needs (alignment, grammar, LM, tuned weights)."""
-    deps = [plan.model("align"), plan.model("grammar", kind), plan.model("lm")]
+    deps = [plan.model("align", fold=fold), plan.model("grammar", kind, fold), plan.model("lm", fold=fold)]
     if plan.config.models.get("weights") is not None:
-        deps.append(plan.model("weights", kind))
+        deps.append(plan.model("weights", kind, fold))
     return tuple(deps)
 
 
+def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
+    """Decoder weights tuned for BLEU on parallel queries of field ``fld`` (query-genre adaptation,
+    Nikoulina et al. 2012): the tune split's topics paired with their English mates.
+
+    With cross-fitting, the queries are those of fold 0, decoded by fold 0's model (which never saw
+    their pages); the weights then serve every model of the experiment.
+    """
+    c = plan.config
+    coll = c.collection
+    part = plan.parts(c.tune_split)[0]
+    out = c.model_dir / f"weights.{kind}.queries-{fld}"
+    argv = ["--model", str(part.model_dir), "--kind", kind, "--queries", str(part.topics), "--field", fld,
+            "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang, "--output", str(out)]
+    inputs = part.inputs
+    if fld == "title":
+        argv += ["--corpus", str(coll.corpus)]
+        inputs += (coll.corpus,)
+    else:
+        paths = (coll.bitext(c.tune_split, coll.lang), coll.bitext(c.tune_split, coll.doc_lang), coll.bitext(c.tune_split, "ids"))
+        argv += [arg for flag, path in zip(("--bitext-src", "--bitext-tgt", "--bitext-ids"), paths) for arg in (flag, str(path))]
+        inputs += paths
+    options = c.models.get("weights", {})
+    return plan.add(Stage(f"model.weights.{kind}.queries.{fld}", "train",
+                          {"model": "weights", "module": train_module("weights"), "argv": argv, "options": options},
+                          inputs=inputs, deps=_translation_deps(plan, kind, part.fold) + part.deps, outputs=(out,),
+                          inputs_from=part.inputs_from))
+
+
 def plan_dt(plan: Plan, spec, splits) -> None:
-    """DT: translate each topic field (``translate`` stage, ``--jobs`` processes), then BM25."""
+    """DT: translate each topic field (``translate`` stage, ``--jobs`` processes), then BM25.
+
+    ``weights: queries`` decodes with weights tuned on parallel queries (:func:`plan_query_weights`).
+    """
     c, s = plan.config, spec.settings
-    deps = _translation_deps(plan, s["kind"])
+    if s["weights"] not in ("bitext", "queries"):
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.weights: expected bitext or queries, got {s['weights']!r}")
     index = plan.index()
+    variant = s["kind"] + ("" if s["weights"] == "bitext" else ".queries")
+
+    def plan_part(part, fld):
+        out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
+        deps, inputs_from, weights = _translation_deps(plan, s["kind"], part.fold) + part.deps, part.inputs_from, None
+        if s["weights"] == "queries":
+            tuned = plan.stages[plan_query_weights(plan, s["kind"], fld)]
+            deps, inputs_from, weights = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
+        translate = Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
+                          {"model": str(part.model_dir), "kind": s["kind"], "lang": c.collection.lang, "field": fld,
+                           "topics": str(part.topics), "weights": weights},
+                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from)
+        plan.add(translate)
+        return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
+                              {**_bm25_settings(c), "kind": s["kind"], "weights": s["weights"]},
+                              deps=(index, translate.name), inputs_from=(out,))
+
     for split in splits:
         for fld in c.fields:
-            out = c.run_dir / "translations" / f"{split}.{fld}.{s['kind']}.jsonl"
-            translate = Stage(f"translate.{s['kind']}.{split}.{fld}", "translate",
-                              {"model": str(c.model_dir), "kind": s["kind"], "lang": c.collection.lang, "field": fld},
-                              inputs=(c.collection.topics(split),), deps=deps, outputs=(out,))
-            plan.add(translate)
-            plan.run_stage({"name": spec.name, "method": "dt", "split": split, "field": fld}, "dt",
-                           {**_bm25_settings(c), "kind": s["kind"]}, deps=(index, translate.name), inputs_from=(out,))
+            plan.split_run({"name": spec.name, "method": "dt", "split": split, "field": fld},
+                           lambda part, fld=fld: plan_part(part, fld))
 
 
 def plan_psq(plan: Plan, spec, splits) -> None:
-    """PSQ over the index with the tables of the model folder."""
+    """PSQ over the index with the model folder's tables; with a ``grid``, settings tuned per field on the tune split."""
     from clirplug.qt.psq_tables import PsqSettings
+    from clirplug.qt.psq_tune import grid_axes, may_decode
 
     c, s = plan.config, spec.settings
-    psq = PsqSettings.parse(s["psq"])
-    deps = [plan.model("align")]
-    if psq.weights["grammar"] > 0 or psq.weights["nbest"] > 0:
-        deps = list(_translation_deps(plan, s["kind"]))
-    deps.append(plan.index())
+    start = PsqSettings.parse(s["psq"])
+    axes = grid_axes(s["grid"], f"{c.source}: runs.{spec.name}.grid") if s["grid"] else []
+    decodes = may_decode(start, axes)
+    index = plan.index()
+
+    def model_deps(part):
+        return (_translation_deps(plan, s["kind"], part.fold) if decodes else (plan.model("align", fold=part.fold),)) \
+            + part.deps + (index,)
+
+    tuned = {}
+    if axes:
+        qrels = c.collection.qrels(c.tune_split)
+        if not qrels.is_file():
+            raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (PSQ settings are tuned on it)")
+        parts = plan.parts(c.tune_split)
+        for fld in c.fields:
+            tune = Stage(f"tune.{spec.name}.{fld}", "psq-tune",
+                         {**_bm25_settings(c), "run": spec.name, "field": fld, "split": c.tune_split,
+                          "psq": start.spec(), "grid": axes,
+                          "kind": s["kind"], "lang": c.collection.lang, "measure": "MAP", "hits": c.hits,
+                          "parts": [{"split": p.name, "topics": str(p.topics), "model": str(p.model_dir)} for p in parts]},
+                         inputs=(qrels, *(i for p in parts for i in p.inputs)),
+                         deps=tuple(dict.fromkeys(d for p in parts for d in model_deps(p))),
+                         outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.psq.json",),
+                         inputs_from=tuple(i for p in parts for i in p.inputs_from))
+            tuned[fld] = plan.add(tune)
+
+    def plan_part(part, fld):
+        deps, inputs_from = model_deps(part), part.inputs_from
+        if fld in tuned:
+            deps, inputs_from = deps + (tuned[fld],), inputs_from + plan.stages[tuned[fld]].outputs
+        return plan.run_stage({"name": spec.name, "method": "psq", "split": part.name, "field": fld}, "psq",
+                              {**_bm25_settings(c), "psq": start.spec(), "kind": s["kind"], "model": str(part.model_dir),
+                               "lang": c.collection.lang, "topics": str(part.topics), "tuned": fld in tuned},
+                              inputs=part.inputs, deps=deps, inputs_from=inputs_from)
+
     for split in splits:
         for fld in c.fields:
-            plan.run_stage({"name": spec.name, "method": "psq", "split": split, "field": fld}, "psq",
-                           {**_bm25_settings(c), "psq": psq.spec(), "kind": s["kind"], "model": str(c.model_dir),
-                            "lang": c.collection.lang},
-                           inputs=(c.collection.topics(split),), deps=tuple(deps))
+            plan.split_run({"name": spec.name, "method": "psq", "split": split, "field": fld},
+                           lambda part, fld=fld: plan_part(part, fld))
 
 
 def plan_boost(plan: Plan, spec, splits) -> None:
@@ -928,36 +1192,89 @@ def plan_translations(plan: Plan) -> None:
 
 
 def plan_bowfd(plan: Plan, spec, splits) -> None:
-    """BOW-FD: weights trained per field on the tune split's candidates, then each split's candidates reranked."""
+    """BOW-FD: weights trained per field on the tune split's candidates, then each split's candidates reranked.
+
+    With cross-fitting, the training forests of each fold's topics come from that fold's model.
+    """
     c, s = plan.config, spec.settings
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (BOW-FD trains on it)")
     plan.runs_of(s["candidates"], [c.tune_split, *splits])
-    deps = _translation_deps(plan, s["kind"]) + (plan.index(),)
+    index = plan.index()
+    parts = plan.parts(c.tune_split)
+    deps = tuple(dict.fromkeys(d for p in parts for d in _translation_deps(plan, s["kind"], p.fold) + p.deps)) + (index,)
     for fld in c.fields:
         weights = c.model_dir / f"bowfd.{spec.name}.{fld}.weights"
-        argv = ["--model", str(c.model_dir), "--kind", s["kind"], "--index", str(c.index_dir),
-                "--topics", str(c.collection.topics(c.tune_split)), "--qrels", str(tune_qrels),
+        argv = ["--model", *(str(p.model_dir) for p in parts), "--kind", s["kind"], "--index", str(c.index_dir),
+                "--topics", *(str(p.topics) for p in parts), "--qrels", str(tune_qrels),
                 "--candidates", str(run_file(c, c.tune_split, fld, s["candidates"])), "--field", fld,
                 "--output", str(weights), "--quiet"] + ([] if s["ltr"] else ["--no-ltr"]) + (["--lex"] if s["lex"] else [])
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "bowfd-train",
                                {"run": spec.name, "argv": argv, "options": s["options"]},
-                               inputs=(c.collection.topics(c.tune_split), tune_qrels),
-                               deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,)))
+                               inputs=(tune_qrels, *(i for p in parts for i in p.inputs)),
+                               deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,),
+                               inputs_from=tuple(i for p in parts for i in p.inputs_from)))
+        method = "bowfd" if s["lm"] else "bowfd-nolm"  # the report's Table 2 ablation
+
+        def plan_part(part, fld=fld, train=train, weights=weights):
+            return plan.run_stage({"name": spec.name, "method": method, "split": part.name, "field": fld}, "bowfd",
+                                  {"model": str(part.model_dir), "kind": s["kind"], "lang": c.collection.lang,
+                                   "lm": s["lm"], "index": str(c.index_dir), "depth": s["depth"], "options": s["options"],
+                                   "topics": str(part.topics)},
+                                  inputs=part.inputs,
+                                  deps=(train, plan.run_stages[(s["candidates"], part.split, fld)],
+                                        *_translation_deps(plan, s["kind"], part.fold), *part.deps),
+                                  inputs_from=(weights, run_file(c, part.split, fld, s["candidates"]),
+                                               *part.inputs_from))
+
         for split in splits:
-            method = "bowfd" if s["lm"] else "bowfd-nolm"  # the report's Table 2 ablation
-            plan.run_stage({"name": spec.name, "method": method, "split": split, "field": fld}, "bowfd",
-                           {"model": str(c.model_dir), "kind": s["kind"], "lang": c.collection.lang, "lm": s["lm"],
-                            "index": str(c.index_dir), "depth": s["depth"], "options": s["options"]},
-                           inputs=(c.collection.topics(split),),
-                           deps=(train, plan.run_stages[(s["candidates"], split, fld)]),
-                           inputs_from=(weights, run_file(c, split, fld, s["candidates"])))
+            plan.split_run({"name": spec.name, "method": method, "split": split, "field": fld}, plan_part)
+
+
+@stage_kind("dense-embed")
+def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
+    """The collection's e5 document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
+    from clirplug.dense import embed_corpus
+
+    embed_corpus(stage.inputs[0], stage.outputs[0], stage.settings["words"], progress=ctx.progress)
+    return {}
+
+
+@stage_kind("dense")
+def dense_stage(stage: Stage, ctx: Context) -> dict:
+    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine."""
+    from clirplug.dense import DenseSearcher
+    from clirplug.io.topics import read_topics, topic_field
+
+    folder = stage.inputs_from[0]
+    searcher = ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder))
+    queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
+    latencies = {}
+    frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies)
+    return write_run_with_sidecar(stage, frame, latencies)
+
+
+def plan_dense(plan: Plan, spec, splits) -> None:
+    """Dense retrieval: the collection embedded once (cached beside the index), then every split and field searched."""
+    from clirplug.dense import cache_folder, model_id
+
+    c, s = plan.config, spec.settings
+    if s["words"] < 0:
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.words: must be at least 0, got {s['words']}")
+    settings = {"model": model_id(), "words": s["words"]}
+    folder = cache_folder(c.index_dir, c.collection.corpus, s["words"])
+    embed = plan.add(Stage(f"dense-embed.w{s['words']}", "dense-embed", settings, inputs=(c.collection.corpus,),
+                           outputs=(folder,)))
+    for split in splits:
+        for fld in c.fields:
+            plan.run_stage({"name": spec.name, "method": "dense", "split": split, "field": fld}, "dense", settings,
+                           inputs=(c.collection.topics(split),), deps=(embed,), inputs_from=(folder,))
 
 
 METHODS.update({
-    "dt": Method(plan_dt, {"kind": "hiero"}),
-    "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero"}),
+    "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
+    "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero", "grid": None}),
     "boost": Method(plan_boost, {"candidates": None}, cli="clirplug.cli.train_boost",
                     fixed=("topics", "qrels", "corpus", "output", "field", "quiet", "jobs")),
     "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
@@ -965,6 +1282,7 @@ METHODS.update({
                     fixed=("model", "kind", "index", "topics", "qrels", "candidates", "field", "output", "no_ltr",
                            "lex", "quiet", "jobs")),
     "fusion": Method(plan_fusion, {"runs": [], "fuser": "borda", "grid_step": 0.05, "measure": "MAP"}),
+    "dense": Method(plan_dense, {"words": 48}),
 })
 
 

@@ -216,3 +216,56 @@ def test_same_config_runs_on_another_language_pair(minifr):
     test_runs = [r for r in report["runs"] if r["split"] == "test" and r["run"] != "floor"]  # French titles may match nothing
     assert test_runs and all((config.run_dir / r["file"]).stat().st_size > 0 for r in test_runs)
     assert "No qrels" in (config.run_dir / "report.md").read_text()
+
+
+def test_each_fold_model_is_trained_without_its_topics_pages(demo):
+    """Cross-fitting: fold k's bitext is the tune bitext less the lines of fold k's pages."""
+    from clirplug.crossfit import page_name
+    from clirplug.io.topics import read_topics
+
+    config, _ = demo
+    coll = config.collection
+    src = coll.bitext("train", "de").read_text(encoding="utf-8").splitlines()
+    ids = coll.bitext("train", "ids").read_text(encoding="utf-8").splitlines()
+    folds = config.run_dir / "folds"
+    seen = []
+    for k in range(config.folds):
+        names = {page_name(t.id) for t in read_topics(folds / f"f{k}.topics.jsonl")}
+        expected = [line for line, page in zip(src, ids) if page_name(page) not in names]
+        assert (folds / f"f{k}.bitext.de").read_text(encoding="utf-8").splitlines() == expected
+        assert len(expected) < len(src)  # every demo fold has pages in the bitext
+        assert (config.model_dir / f"fold-{k}" / "grammar.flat.gz").is_file()
+        seen += [t.id for t in read_topics(folds / f"f{k}.topics.jsonl")]
+    assert sorted(seen) == sorted(t.id for t in read_topics(coll.topics("train")))
+
+
+def test_psq_settings_are_tuned_on_the_folds_and_used_on_dev(demo):
+    """The chosen setting is the best evaluated one, its train MAP is that of the joined train run, and dev uses it."""
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    config, _ = demo
+    for fld in config.fields:
+        tuned = json.loads((config.run_dir / f"train.{fld}.psq.psq.json").read_text())
+        assert tuned["value"] == max(e["MAP"] for e in tuned["evaluated"])
+        assert tuned["parts"] == [f"train.f{k}" for k in range(config.folds)]
+        joined = read_run(config.run_dir / f"train.{fld}.psq.trec")
+        parts = [read_run(config.run_dir / f"train.f{k}.{fld}.psq.trec") for k in range(config.folds)]
+        assert len(joined) == sum(map(len, parts))
+        value = float(evaluate(read_qrels(config.collection.qrels("train")), {"r": joined}, ["MAP"])["value"].iloc[0])
+        assert value == pytest.approx(tuned["value"], abs=1e-12)
+        assert json.loads((config.run_dir / f"dev.{fld}.psq.json").read_text())["tuned"]["psq"] == tuned["psq"]
+
+
+def test_folds_need_the_bitext_page_ids(tmp_path):
+    import shutil
+
+    collection = tmp_path / "coll"
+    shutil.copytree(MINIFR, collection)
+    (collection / "bitext.train.ids").unlink()
+    config = load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}"])
+    with pytest.raises(ClirplugError, match=r"folds: .*bitext.train.ids: no such file"):
+        run_experiment(config, dry_run=True, progress=False)
+    assert run_experiment(load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}",
+                                             "folds=0"]), dry_run=True, progress=False)
