@@ -380,6 +380,30 @@ def train_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
+@stage_kind("query-weights")
+def query_weights_stage(stage: Stage, ctx: Context) -> dict:
+    """Decoder weights tuned on parallel queries (``clirplug train weights --queries``).
+
+    When the tune split yields no parallel query of the field (a collection whose bitext names no
+    page), the model's own weights are written instead, and the log and the stage record say so.
+    """
+    from clirplug.cli.train_weights import tuning_pairs
+    from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights, write_weights
+
+    s = stage.settings
+    args = parse_cli(s["module"], s["argv"], s["options"], "models.weights")
+    with _stdout_to_stderr():
+        pairs, origin = tuning_pairs(args)
+        if pairs:
+            importlib.import_module(s["module"]).run(args)
+            return {"queries": len(pairs)}
+    base = Path(args.model) / f"weights.{args.kind}"
+    weights = {**DEFAULT_WEIGHTS, **(read_weights(base) if base.is_file() else {})}
+    write_weights(weights, args.output, comment=f"no parallel queries in {origin}: the weights of {args.model}")
+    print(f"clirplug: warning: no parallel queries in {origin}; {args.output} keeps the model's weights", file=sys.stderr)
+    return {"queries": 0, "fallback": "the model's weights"}
+
+
 @stage_kind("floor")
 def floor_stage(stage: Stage, ctx: Context) -> dict:
     """BM25 with the untranslated topic field (the floor)."""
@@ -1030,12 +1054,16 @@ def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
         argv += ["--corpus", str(coll.corpus)]
         inputs += (coll.corpus,)
     else:
-        paths = (coll.bitext(c.tune_split, coll.lang), coll.bitext(c.tune_split, coll.doc_lang), coll.bitext(c.tune_split, "ids"))
+        ids = coll.bitext(c.tune_split, "ids")
+        if not ids.is_file():
+            raise ClirplugError(f"{c.source}: runs: weights: queries: {ids}: no such file (desc queries are paired with "
+                                "the bitext lines of their page)")
+        paths = (coll.bitext(c.tune_split, coll.lang), coll.bitext(c.tune_split, coll.doc_lang), ids)
         argv += [arg for flag, path in zip(("--bitext-src", "--bitext-tgt", "--bitext-ids"), paths) for arg in (flag, str(path))]
         inputs += paths
     options = c.models.get("weights", {})
-    return plan.add(Stage(f"model.weights.{kind}.queries.{fld}", "train",
-                          {"model": "weights", "module": train_module("weights"), "argv": argv, "options": options},
+    return plan.add(Stage(f"model.weights.{kind}.queries.{fld}", "query-weights",
+                          {"module": train_module("weights"), "argv": argv, "options": options},
                           inputs=inputs, deps=_translation_deps(plan, kind, part.fold) + part.deps, outputs=(out,),
                           inputs_from=part.inputs_from))
 

@@ -216,6 +216,9 @@ def test_same_config_runs_on_another_language_pair(minifr):
     test_runs = [r for r in report["runs"] if r["split"] == "test" and r["run"] != "floor"]  # French titles may match nothing
     assert test_runs and all((config.run_dir / r["file"]).stat().st_size > 0 for r in test_runs)
     assert "No qrels" in (config.run_dir / "report.md").read_text()
+    # its bitext names no page: no parallel desc query, so query-genre weights fall back to the model's
+    record = json.loads((config.run_dir / "stages" / "model.weights.flat.queries.desc.json").read_text())
+    assert record["metrics"] == {"queries": 0, "fallback": "the model's weights"}
 
 
 def test_each_fold_model_is_trained_without_its_topics_pages(demo):
@@ -267,5 +270,8 @@ def test_folds_need_the_bitext_page_ids(tmp_path):
     config = load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}"])
     with pytest.raises(ClirplugError, match=r"folds: .*bitext.train.ids: no such file"):
         run_experiment(config, dry_run=True, progress=False)
+    with pytest.raises(ClirplugError, match=r"weights: queries: .*bitext.train.ids: no such file"):
+        run_experiment(load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}",
+                                          "folds=0"]), dry_run=True, progress=False)
     assert run_experiment(load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}",
-                                             "folds=0"]), dry_run=True, progress=False)
+                                             "folds=0", "fields=[title]"]), dry_run=True, progress=False)
