@@ -5,7 +5,8 @@ Scores are :func:`clirplug.eval.measures.evaluate` of the run files as written (
 the paired randomization test (:func:`clirplug.eval.significance.randomization_test`)
 against the baseline run of the same split and field, over the queries of the qrels. The
 tables follow the papers: Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD), Table 2 of
-Sokolov et al. (2013) (DT, PSQ, boosting) and their Table 3 (fusions), each between the
+Sokolov et al. (2013) (DT, PSQ, boosting) and their Table 3 (fusions), plus the dense
+retrieval baseline (no translation) beside DT, PSQ and boosting, each between the
 floor (untranslated queries) and the monolingual ceiling (the English mate's title), with
 the share of the ceiling every run reaches. ``report.json`` holds one record per run, per
 translation output and per stage, so that every number can be recomputed from the files.
@@ -28,6 +29,8 @@ TABLES = {
                                                                      ("bowfd-nolm",)),
     "Table 2: boosting (Sokolov et al. 2013)": (("dt", "psq", "boost"), ("boost",)),
     "Table 3: fusion (Sokolov et al. 2013)": (("dt", "psq", "boost", "fusion"), ("fusion",)),
+    # no translation: German queries and English documents in one multilingual-e5-small vector space
+    "Dense retrieval baseline (multilingual-e5-small)": (("dt", "psq", "boost", "dense"), ("dense",)),
 }
 CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
 
@@ -174,8 +177,8 @@ def report_stage(stage: Stage, ctx) -> dict:
     if curves:
         md += ["## Kappa curves (fusion weight tuned on the tune split)", ""]
         for s in curves:
-            kappa = records[s.name]["metrics"]["kappa"]
-            md += [f"`{s.name}`: kappa = {kappa:g} ({_rel(s.outputs[0], base)})", "",
+            metrics = records[s.name]["metrics"]
+            md += [f"`{s.name}`: {metrics['method']}, kappa = {metrics['kappa']:g} ({_rel(s.outputs[0], base)})", "",
                    f"![{s.name}]({_rel(s.outputs[1], base)})", ""]
     if translations:
         md += ["## Translation outputs", "", "| output | file | sentences | BLEU | s/sentence median | p90 |",

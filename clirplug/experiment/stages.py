@@ -674,9 +674,12 @@ def boost_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, frame, latencies, tuned={"beta": float(model.beta)})
 
 
-@stage_kind("fusion-tune")
+@stage_kind("fusion-tune", version=2)
 def fusion_tune_stage(stage: Stage, ctx: Context) -> dict:
-    """Kappa of a two-run fusion by a grid on the tune split (:func:`clirplug.fusion.tune.kappa_curve`)."""
+    """Kappa of a two-run fusion by a grid on the tune split (:func:`clirplug.fusion.tune.kappa_curve`),
+    for each fusion method of the run; the best (method, kappa) is kept, the first on ties."""
+    import pandas as pd
+
     from clirplug.atomic import atomic_open
     from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
     from clirplug.io.qrels import read_qrels
@@ -684,17 +687,23 @@ def fusion_tune_stage(stage: Stage, ctx: Context) -> dict:
 
     s = stage.settings
     runs = [read_run(path) for path in stage.inputs_from]
-    curve = kappa_curve(runs, read_qrels(stage.inputs[0]), s["method"], kappa_grid(s["grid_step"]), s["hits"],
-                        s["measure"])
-    kappa = best_kappa(curve)
+    qrels = read_qrels(stage.inputs[0])
+    curves = [kappa_curve(runs, qrels, fuser, kappa_grid(s["grid_step"]), s["hits"], s["measure"],
+                          names=tuple(map(str, stage.inputs_from))).assign(method=fuser)
+              for fuser in s["methods"]]
+    best = max(range(len(curves)), key=lambda i: (curves[i][s["measure"]].max(), -i))
+    fuser, kappa = s["methods"][best], best_kappa(curves[best])
+    curve = pd.concat(curves, ignore_index=True)
     tsv, png, result = stage.outputs
     write_curve(curve, tsv)
-    plot_curve(curve, png, labels=tuple(s["runs"]),
-               title=f"{s['run']} ({s['field']}): {s['measure']} on {s['split']}, best kappa = {kappa:g}")
+    plot_curve(curves[best], png, labels=tuple(s["runs"]),
+               title=f"{s['run']} ({s['field']}): {s['measure']} on {s['split']}, {fuser}, best kappa = {kappa:g}")
     with atomic_open(result) as handle:
-        json.dump({"kappa": kappa, "measure": s["measure"], "split": s["split"], "runs": s["runs"],
-                   "best": float(curve[s["measure"]].max())}, handle, indent=1, sort_keys=True)
-    return {"kappa": kappa}
+        json.dump({"kappa": kappa, "method": fuser, "measure": s["measure"], "split": s["split"], "runs": s["runs"],
+                   "best": float(curves[best][s["measure"]].max()),
+                   "methods": {m: float(c[s["measure"]].max()) for m, c in zip(s["methods"], curves)}},
+                  handle, indent=1, sort_keys=True)
+    return {"kappa": kappa, "method": fuser}
 
 
 @stage_kind("fusion")
@@ -705,9 +714,8 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.fusion import fuse
     from clirplug.io.runs import read_run
 
-    s = stage.settings
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8"))
-    kappa = tuned["kappa"]
+    kappa, method = tuned["kappa"], tuned["method"]
     runs = [read_run(path) for path in stage.inputs_from[1:]]
     groups = [dict(tuple(run.groupby("qid", sort=False))) for run in runs]
     qids = sorted(set().union(*groups))
@@ -715,10 +723,11 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
     empty = runs[0].iloc[0:0]
     for qid in qids:
         start = time.perf_counter()
-        parts.append(fuse(s["method"], [g.get(qid, empty) for g in groups], weights=[kappa, 1 - kappa], depth=s["hits"]))
+        parts.append(fuse(method, [g.get(qid, empty) for g in groups], weights=[kappa, 1 - kappa], depth=stage.settings["hits"]))
         latencies[qid] = time.perf_counter() - start
     frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
-    return write_run_with_sidecar(stage, frame, latencies, tuned={"kappa": kappa, "tuned_on": tuned["split"]})
+    return write_run_with_sidecar(stage, frame, latencies, tuned={"kappa": kappa, "method": method,
+                                                                  "tuned_on": tuned["split"]})
 
 
 @stage_kind("mt-eval")
@@ -1174,13 +1183,20 @@ def plan_boost(plan: Plan, spec, splits) -> None:
 
 
 def plan_fusion(plan: Plan, spec, splits) -> None:
-    """Two runs fused with weights (kappa, 1 - kappa), kappa tuned on the tune split (paper 001, Fig. 1-3)."""
+    """Two runs fused with weights (kappa, 1 - kappa), kappa tuned on the tune split (paper 001, Fig. 1-3);
+    a list of fusion methods (``fuser: [borda, rrf]``) is a grid, the method chosen with kappa."""
+    from clirplug.fusion import FUSERS
+
     c, s = plan.config, spec.settings
     if len(s["runs"]) != 2:
         raise ClirplugError(f"{c.source}: runs.{spec.name}.runs: a tuned fusion takes exactly two runs")
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (kappa is tuned on it)")
+    fusers = [s["fuser"] or "borda"] if not isinstance(s["fuser"], list) else s["fuser"]
+    if not isinstance(fusers, list) or not fusers or any(f not in FUSERS for f in fusers):
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.fuser: expected one of {', '.join(FUSERS)} or a list of them "
+                            f"(a grid), got {s['fuser']!r}")
     for other in s["runs"]:
         plan.runs_of(other, [c.tune_split, *splits])
     for fld in c.fields:
@@ -1188,7 +1204,7 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
         deps = tuple(plan.run_stages[(other, c.tune_split, fld)] for other in s["runs"])
         tune = Stage(f"tune.{spec.name}.{fld}", "fusion-tune",
                      {"run": spec.name, "field": fld, "split": c.tune_split, "runs": list(s["runs"]),
-                      "method": s["fuser"], "grid_step": s["grid_step"], "measure": s["measure"], "hits": c.hits},
+                      "methods": fusers, "grid_step": s["grid_step"], "measure": s["measure"], "hits": c.hits},
                      inputs=(tune_qrels,), deps=deps,
                      outputs=tuple(c.run_dir / f"{prefix}.{ext}" for ext in ("tsv", "png", "json")),
                      inputs_from=tuple(run_file(c, c.tune_split, fld, other) for other in s["runs"]))
@@ -1196,7 +1212,7 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
         for split in splits:
             deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s["runs"]))
             plan.run_stage({"name": spec.name, "method": "fusion", "split": split, "field": fld}, "fusion",
-                           {"method": s["fuser"], "runs": list(s["runs"])}, deps=deps,
+                           {"runs": list(s["runs"])}, deps=deps,
                            inputs_from=(tune.outputs[2], *(run_file(c, split, fld, other) for other in s["runs"])))
 
 
@@ -1309,7 +1325,7 @@ METHODS.update({
                                  "depth": 100}, cli="clirplug.cli.train_bowfd",
                     fixed=("model", "kind", "index", "topics", "qrels", "candidates", "field", "output", "no_ltr",
                            "lex", "quiet", "jobs")),
-    "fusion": Method(plan_fusion, {"runs": [], "fuser": "borda", "grid_step": 0.05, "measure": "MAP"}),
+    "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),
     "dense": Method(plan_dense, {"words": 48}),
 })
 

@@ -11,7 +11,7 @@ def kappa_grid(step=0.05):
     return [round(min(i * step, 1.0), 10) for i in range(count + 1)] + ([] if abs(count * step - 1) < 1e-9 else [1.0])
 
 
-def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP"):
+def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP", names=("run 1", "run 2")):
     """``measure`` of ``fuse(method, runs, (kappa, 1 - kappa))`` for each kappa of ``grid``.
 
     Only the queries of ``qrels`` are evaluated (tune on the train split's qrels).
@@ -27,11 +27,18 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
     depth : int
     measure : str
         Any name ``clirplug.eval.measures.evaluate`` knows.
+    names : pair of str
+        The runs' names in errors (their files).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``kappa`` and ``measure`` (one row per grid value, grid order).
+
+    Raises
+    ------
+    ClirplugError
+        When a run has no query of ``qrels`` (the curve would be flat at 0).
     """
     import pandas as pd
 
@@ -44,6 +51,9 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
     grid = kappa_grid() if grid is None else list(grid)
     queries = set(qrels["qid"].astype(str))
     runs = [run[run["qid"].astype(str).isin(queries)] for run in runs]
+    for name, run in zip(names, runs):
+        if run.empty:
+            raise ClirplugError(f"{name}: no topic in common with the tuning qrels: kappa cannot be tuned on them")
     parts, by_hits = get_parts(method)
     table = _aligned(parts(runs, check_depth(depth)))
     fused = {repr(kappa): _fused(table, kappa, depth, by_hits) for kappa in grid}
@@ -91,13 +101,15 @@ def best_kappa(curve):
 
 
 def write_curve(curve, path):
-    """Write ``curve`` as a tab-separated table (``kappa``, measure) atomically."""
+    """Write ``curve`` as a tab-separated table (``kappa``, measure, and ``method`` when it has one) atomically."""
     from clirplug.atomic import atomic_open
 
     measure = curve.columns[1]
+    methods = curve["method"] if "method" in curve else None
     with atomic_open(path) as handle:
-        handle.write(f"kappa\t{measure}\n")
-        handle.writelines(f"{kappa:.4f}\t{value:.4f}\n" for kappa, value in zip(curve["kappa"], curve[measure]))
+        handle.write(f"kappa\t{measure}" + ("\tmethod" if methods is not None else "") + "\n")
+        for i, (kappa, value) in enumerate(zip(curve["kappa"], curve[measure])):
+            handle.write(f"{kappa:.4f}\t{value:.4f}" + (f"\t{methods.iloc[i]}" if methods is not None else "") + "\n")
 
 
 def plot_curve(curve, path, labels=("run 1", "run 2"), title=None):

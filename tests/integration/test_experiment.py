@@ -275,3 +275,19 @@ def test_folds_need_the_bitext_page_ids(tmp_path):
                                           "folds=0"]), dry_run=True, progress=False)
     assert run_experiment(load_config(DEMO, [f"collection.path={collection}", "collection.lang=fr", f"root={tmp_path}",
                                              "folds=0", "fields=[title]"]), dry_run=True, progress=False)
+
+
+def test_fusion_method_and_kappa_are_chosen_together_on_train(demo):
+    """``fuser: [borda, rrf]``: the method with the best train curve is kept with its kappa, and used on dev."""
+    from clirplug.fusion import fuse
+    from clirplug.io.runs import read_run, sort_run
+
+    config, _ = demo
+    for fld in config.fields:
+        tuned = json.loads((config.run_dir / f"train.{fld}.dt+psq.kappa.json").read_text())
+        assert set(tuned["methods"]) == {"borda", "rrf"}
+        assert tuned["best"] == max(tuned["methods"].values()) == tuned["methods"][tuned["method"]]
+        runs = [read_run(config.run_dir / f"dev.{fld}.{name}.trec") for name in ("dt", "psq")]
+        expected = fuse(tuned["method"], runs, weights=[tuned["kappa"], 1 - tuned["kappa"]], depth=config.hits)
+        got = read_run(config.run_dir / f"dev.{fld}.dt+psq.trec")
+        assert list(sort_run(expected)["docid"]) == list(sort_run(got)["docid"])
