@@ -201,6 +201,40 @@ def _resolve_paths(raw, base: Path):
             _put(raw, keys, str(base / value))
 
 
+def _check_name(source, key, value) -> str:
+    """A name that becomes a folder under ``root``: one path part, no ``..``."""
+    value = _check_type(source, key, value, str)
+    if not value or value in (".", "..") or "/" in value or "\\" in value or "\0" in value:
+        raise _error(source, key, f"{value!r} becomes a folder name under root: use one plain name, without / or ..")
+    return value
+
+
+def _reference_cycle(runs) -> list[str] | None:
+    """A cycle of runs referring to each other (fusion ``runs``, ``candidates``), or None."""
+    refers = {spec.name: [*spec.settings.get("runs", []), *([spec.settings["candidates"]] if spec.settings.get("candidates")
+                                                           else [])] for spec in runs}
+    state: dict[str, int] = {}
+
+    def visit(name, path):
+        if state.get(name) == 1:
+            return path[path.index(name):] + [name]
+        if state.get(name) == 2 or name not in refers:
+            return None
+        state[name] = 1
+        for other in refers[name]:
+            cycle = visit(other, path + [name])
+            if cycle:
+                return cycle
+        state[name] = 2
+        return None
+
+    for name in refers:
+        cycle = visit(name, [])
+        if cycle:
+            return cycle
+    return None
+
+
 def _check_type(source, key, value, expected):
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -245,10 +279,10 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     for key in ("lang", "doc_lang"):
         coll[key] = _check_type(source, f"collection.{key}", coll[key], str)
     name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
-    collection = Collection(coll_path, _check_type(source, "collection.name", name, str), coll["lang"], coll["doc_lang"])
+    collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"])
 
     exp_name = values["name"] if values["name"] is not None else Path(source).stem
-    exp_name = _check_type(source, "name", exp_name, str)
+    exp_name = _check_name(source, "name", exp_name)
     splits = _string_list(source, "splits", values["splits"])
     tune_split = _check_type(source, "tune_split", values["tune_split"], str)
     for split in (*splits, tune_split):
@@ -304,6 +338,9 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
             if other not in names | {"floor"} or other == spec.name:
                 raise _error(source, f"runs.{spec.name}", f"refers to {other!r}, which is neither floor nor "
                                                           "another run of runs:")
+    cycle = _reference_cycle(runs)
+    if cycle:
+        raise _error(source, f"runs.{cycle[0]}", f"the runs refer to each other in a cycle: {' -> '.join(cycle)}")
     baseline = _check_type(source, "baseline", values["baseline"], str)
     if runs and baseline not in names | {"floor"}:
         raise _error(source, "baseline", f"{baseline!r} is not a run of runs: (nor floor)")

@@ -77,10 +77,34 @@ def read_record(config, stage: Stage) -> dict | None:
         return None
 
 
+def output_states(stage: Stage) -> dict[str, dict]:
+    """Size, modification time and SHA-256 of each file output (folders: none), kept in the record."""
+    states = {}
+    for path in map(Path, stage.outputs):
+        if path.is_file():
+            stat = path.stat()
+            states[str(path)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_digest(path)}
+    return states
+
+
+def _unchanged(path: Path, state: dict) -> bool:
+    """True when the file still has the recorded content (size and time as a fast check, the digest decides)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    if stat.st_size != state["size"]:
+        return False
+    return stat.st_mtime_ns == state["mtime_ns"] or file_digest(path) == state["sha256"]
+
+
 def is_current(config, stage: Stage, key: str) -> bool:
-    """True when the stage's record holds ``key`` and all its outputs exist."""
+    """True when the stage's record holds ``key``, all its outputs exist and its files are as it wrote them."""
     record = read_record(config, stage)
-    return record is not None and record.get("key") == key and all(Path(p).exists() for p in stage.outputs)
+    if record is None or record.get("key") != key or not all(Path(p).exists() for p in stage.outputs):
+        return False
+    states = record.get("output_states", {})
+    return all(_unchanged(Path(path), state) for path, state in states.items())
 
 
 def ordered(stages: dict[str, Stage]) -> list[Stage]:
@@ -141,7 +165,7 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],
               "wall_seconds": round(seconds, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,
-              "metrics": metrics}
+              "metrics": metrics, "output_states": output_states(stage)}
     with atomic_open(path) as handle:
         json.dump(record, handle, indent=1, sort_keys=True, default=str)
         handle.write("\n")

@@ -362,10 +362,15 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
 
     from clirplug.lucene.index import build_index
 
+    from clirplug.lucene.index import METADATA
+
     out = stage.outputs[0]
     ctx.forget(str(out))
     if out.exists():
-        shutil.rmtree(out)  # an index from other settings: rebuilt
+        if not (out / METADATA).is_file():
+            raise ClirplugError(f"{out}: exists and is not a clirplug index; refusing to replace it "
+                                "(move it away, or choose another collection.name or root)")
+        shutil.rmtree(out)  # the experiment's own index, from other settings: rebuilt
     return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
 
 

@@ -68,10 +68,20 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE, ["collection.path=/nonexistent"], "collection.path: /nonexistent/corpus.jsonl: no such file"),
     (BASE, ["splits=[dev, nosuchsplit]"], "splits: "),
     (BASE, ["hits"], "--set 'hits': expected KEY=VALUE"),
+    (BASE, ["collection.name=../../x"], "collection.name: '../../x' becomes a folder name under root"),
+    (BASE, ["name=.."], "exp.yaml: name: '..' becomes a folder name"),
+    (BASE, ["folds=1"], "folds: expected 0 (no cross-fitting) or at least 2"),
+    (BASE + "runs: {a: {method: fusion, runs: [b, floor]}, b: {method: fusion, runs: [a, floor]}}\n", [],
+     "runs.a: the runs refer to each other in a cycle: a -> b -> a"),
+    (BASE + "runs: {dt: {}, bowfd: {candidates: bowfd2}, bowfd2: {method: bowfd, candidates: bowfd}}\n", [],
+     "cycle: bowfd -> bowfd2 -> bowfd"),
+    (BASE + "baseline: psq\nruns: {psq: {grid: {pl: [0.1]}}}\n", [], "runs.psq.grid.pl: unknown --psq option"),
+    (BASE + "baseline: f\nruns: {f: {method: fusion, runs: [floor, floor], fuser: [borda, magic]}}\n", [], "runs.f.fuser: expected one of"),
 ])
 def test_config_errors_name_the_key(tmp_path, text, overrides, message):
-    with pytest.raises(ClirplugError) as error:
-        load_config(_write(tmp_path, text), overrides)
+    with pytest.raises(ClirplugError) as error:  # planning errors too (a grid, a fusion method): --dry-run shows them
+        run_experiment(load_config(_write(tmp_path, text), overrides + [f"root={tmp_path}"]), dry_run=True,
+                       progress=False)
     assert message in str(error.value)
 
 
@@ -291,3 +301,24 @@ def test_fusion_method_and_kappa_are_chosen_together_on_train(demo):
         expected = fuse(tuned["method"], runs, weights=[tuned["kappa"], 1 - tuned["kappa"]], depth=config.hits)
         got = read_run(config.run_dir / f"dev.{fld}.dt+psq.trec")
         assert list(sort_run(expected)["docid"]) == list(sort_run(got)["docid"])
+
+
+def test_a_damaged_output_reruns_its_stage(tmp_path):
+    """A run file truncated after the run is not trusted: its stage runs again and the file is restored."""
+    config = load_config(DEMO, [f"root={tmp_path}", "runs={}", "fields=[title]", "translations.outputs=[]"])
+    run_experiment(config, progress=False)
+    floor = config.run_dir / "dev.title.floor.trec"
+    whole = floor.read_bytes()
+    floor.write_bytes(whole[: len(whole) // 2])
+    outcomes = {o.stage.name: o.status for o in run_experiment(config, progress=False)}
+    assert outcomes["run.floor.dev.title"] == "ran" and outcomes["index"] == "up to date"
+    assert floor.read_bytes() == whole
+
+
+def test_the_index_stage_never_replaces_a_folder_it_did_not_make(tmp_path):
+    config = load_config(DEMO, [f"root={tmp_path}", "runs={}", "fields=[title]", "translations.outputs=[]"])
+    config.index_dir.mkdir(parents=True)
+    (config.index_dir / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ClirplugError, match="is not a clirplug index; refusing to replace it"):
+        run_experiment(config, progress=False)
+    assert (config.index_dir / "notes.txt").read_text(encoding="utf-8") == "mine"
