@@ -17,13 +17,16 @@ def run(args):
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics
-    from clirplug.lucene.index import build_index
+    from clirplug.errors import ClirplugError
+    from clirplug.lucene.index import build_index, index_metadata
     from clirplug.lucene.search import Bm25Searcher
     from clirplug.monolingual import floor_and_ceiling_queries
 
     demo, work = demo_path(), Path(args.workdir)
     index = work / "indexes" / "demo"
-    if index.exists():
+    if index.exists():  # rebuilt, but only when it is the index an earlier demo built
+        if not (index.is_dir() and index_metadata(index).get("corpus") == str(demo / "corpus.jsonl")):
+            raise ClirplugError(f"{index}: exists and is not the demo's index; choose another --workdir")
         shutil.rmtree(index)
     build_index(demo / "corpus.jsonl", index, language="en", progress=False)
     print(f"indexed the demo collection into {index}")

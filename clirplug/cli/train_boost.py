@@ -39,6 +39,7 @@ def run(args):
 
     import numpy as np
 
+    from clirplug.atomic import check_output
     from clirplug.corpus import read_corpus
     from clirplug.errors import ClirplugError
     from clirplug.io.qrels import read_qrels
@@ -51,6 +52,7 @@ def run(args):
                          field=args.field, min_triples=args.min_triples, seed=args.seed).check()
     if args.jobs < 1:
         raise ClirplugError(f"--jobs must be at least 1, got {args.jobs}")
+    check_output(args.output)
     tuning = args.beta is None
     if tuning and not 0 < args.holdout < 1:
         raise ClirplugError(f"--holdout must lie strictly between 0 and 1, got {args.holdout}")

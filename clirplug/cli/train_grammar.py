@@ -48,8 +48,11 @@ def add_arguments(parser):
 
 
 def run(args):
+    from clirplug.atomic import check_output
     from clirplug.cli.train_align import Stages
 
+    if args.out is not None:
+        check_output(args.out, "--out")
     model = args.model
     src, tgt = model / f"corpus.{args.src_lang}", model / f"corpus.{args.tgt_lang}"
     links = model / f"align.{args.src_lang}-{args.tgt_lang}"

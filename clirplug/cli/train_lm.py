@@ -46,10 +46,12 @@ def _jsonl_sentences(path: Path, lang: str):
 
 
 def run(args):
+    from clirplug.atomic import check_output
     from clirplug.cli.train_align import Stages
 
     if not args.text and not args.jsonl:
         raise ClirplugError("give at least one --text or --jsonl file")
+    check_output(args.out, "--out")
     for path in args.text + args.jsonl:
         if not path.is_file():
             raise ClirplugError(f"{path}: no such file")

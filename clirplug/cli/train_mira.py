@@ -33,11 +33,12 @@ def add_arguments(parser):
 
 
 def run(args):
+    from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
     from clirplug.lucene.reader import LuceneIndex
-    from clirplug.lucene.search import Bm25Searcher
+    from clirplug.lucene.search import Bm25Searcher, check_bm25
     from clirplug.mt.translator import Translator
     from clirplug.rerank.mira import train
     from clirplug.stopwords import read_stopwords
@@ -47,6 +48,10 @@ def run(args):
             raise ClirplugError(f"--{name} must be at least {low}, got {getattr(args, name)}")
     if any(not 0 <= c < float("inf") for c in args.grid):
         raise ClirplugError(f"--C values must be finite and non-negative, got {' '.join(map(str, args.grid))}")
+    check_bm25(args.k1, args.b)
+    check_output(args.output)
+    if args.searches:
+        check_output(args.searches, "--searches")
     topics, qrels = read_topics(args.topics), read_qrels(args.qrels)
     stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
     translator = Translator(args.model, kind=args.kind)

@@ -1,6 +1,7 @@
 """``clirplug translate``: decode sentences or topic files with a trained model folder.
 
-Input is plain text (one sentence a line) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
+Input is plain text (one sentence a line; a line of more than 100 tokens is translated in
+chunks, see docs/reliability.md) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
 ``.tsv`` files, topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
 Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout):
 
@@ -38,29 +39,31 @@ def run(args):
 
     from tqdm import tqdm
 
-    from clirplug.atomic import atomic_open
+    from clirplug.atomic import atomic_open, check_output
     from clirplug.errors import ClirplugError
-    from clirplug.io.topics import read_topics
-    from clirplug.mt.features import read_weights
+    from clirplug.io.topics import read_topics, require_field
     from clirplug.mt.grammar import format_rule
+    from clirplug.mt.preprocess import chunks
     from clirplug.mt.translator import Translator, translation_json
 
     if args.nbest < 1:
         raise ClirplugError(f"--nbest must be at least 1, got {args.nbest}")
+    if args.output:
+        check_output(args.output)
     path = Path(args.input)
-    weights = read_weights(args.weights) if args.weights else None
-    translator = Translator(args.model, args.kind, weights, pop_limit=args.pop_limit, src_lang=args.src_lang,
+    translator = Translator(args.model, args.kind, args.weights, pop_limit=args.pop_limit, src_lang=args.src_lang,
                             cache=not args.no_cache)
     if path.suffix.lower() in TOPIC_SUFFIXES:
-        items = [(t.id, translator.topic_sentences(t, args.field))
-                 for t in read_topics(path)]
+        topics = read_topics(path)
+        require_field(topics, args.field, path)
+        items = [(t.id, translator.topic_sentences(t, args.field)) for t in topics]
         plain = False
     else:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as error:
             raise ClirplugError(f"{path}: cannot read the input ({error})") from error
-        items = [(str(number), [translator.tokenize(line)]) for number, line in enumerate(lines, 1)]
+        items = [(str(number), chunks(translator.tokenize(line))) for number, line in enumerate(lines, 1)]
         plain = args.nbest == 1
     translator.restrict([tokens for _, sentences in items for tokens in sentences])
     records = []
@@ -76,7 +79,8 @@ def run(args):
                 bar.update()
             records.append(record)
     if plain:
-        text = "".join(" ".join(r["sentences"][0]["nbest"][0]["words"]) + "\n" for r in records)
+        text = "".join(" ".join(word for s in r["sentences"] for word in s["nbest"][0]["words"]) + "\n"
+                       for r in records)
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if args.output:

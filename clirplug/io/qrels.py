@@ -27,7 +27,7 @@ def read_qrels(path):
     ------
     ClirplugError
         ``file:line: ...`` on a wrong field count, a non-integer relevance or a
-        duplicate (qid, docid).
+        duplicate (qid, docid); a file without judgements.
     """
     import pandas as pd
 
@@ -59,6 +59,8 @@ def read_qrels(path):
         qids.append(qid)
         docids.append(docid)
         grades.append(relevance)
+    if not qids:
+        raise ClirplugError(f"{path}: no judgements")
     return pd.DataFrame(
         {"qid": pd.Series(qids, dtype=str), "docid": pd.Series(docids, dtype=str),
          "relevance": pd.Series(grades, dtype="int64")}

@@ -34,7 +34,7 @@ def read_run(path):
     ------
     ClirplugError
         ``file:line: ...`` on a wrong field count, a non-integer rank, a non-numeric
-        or NaN score, or a duplicate (qid, docid).
+        or non-finite (NaN, infinite) score, or a duplicate (qid, docid).
     """
     import pandas as pd
 
@@ -61,8 +61,8 @@ def read_run(path):
             value = float(score)
         except ValueError:
             raise ClirplugError(f"{where(path, lineno)}: score {score!r} is not a number") from None
-        if math.isnan(value):
-            raise ClirplugError(f"{where(path, lineno)}: score is NaN")
+        if not math.isfinite(value):
+            raise ClirplugError(f"{where(path, lineno)}: score {score!r} is not a finite number")
         key = (qid, docid)
         if key in seen:
             raise ClirplugError(
@@ -135,7 +135,7 @@ def sort_run(frame, ties="anserini"):
     Raises
     ------
     ClirplugError
-        On missing columns, NaN scores or a duplicate (qid, docid).
+        On missing columns, non-finite scores or a duplicate (qid, docid).
     """
     import numpy as np
 
@@ -147,9 +147,9 @@ def sort_run(frame, ties="anserini"):
     except (TypeError, ValueError) as error:
         raise ClirplugError(f"run scores must be numbers ({error})") from error
     scores = frame["score"].to_numpy()
-    if np.isnan(scores).any():
-        row = frame.iloc[int(np.flatnonzero(np.isnan(scores))[0])]
-        raise ClirplugError(f"run score is NaN for query {row.qid!r}, document {row.docid!r}")
+    if not np.isfinite(scores).all():
+        row = frame.iloc[int(np.flatnonzero(~np.isfinite(scores))[0])]
+        raise ClirplugError(f"run score {row.score} is not finite for query {row.qid!r}, document {row.docid!r}")
     qid_codes, doc_codes = _codes(frame["qid"].tolist()), _codes(frame["docid"].tolist())
     order = np.lexsort((doc_codes if TIE_BREAKS[ties] else -doc_codes, -scores, qid_codes))
     keys = qid_codes * (len(doc_codes) + 1) + doc_codes

@@ -3,8 +3,9 @@
 Formats
 -------
 ``jsonl``
-    One JSON object a line: ``{"id", "title", "desc"[, "narr", "lang"]}``; other keys
-    are ignored. ``id`` may be a string or an integer and is kept as a string.
+    One JSON object a line: ``{"id"[, "title", "desc", "narr", "lang"]}``; other keys
+    are ignored, an absent field is empty. ``id`` may be a string or an integer and is
+    kept as a string.
 ``trec``
     TREC topic SGML: ``<top>``, ``<num> Number: ID``, ``<title>``, ``<desc> Description:``,
     ``<narr> Narrative:``, ``</top>``. Closing field tags are optional (old TREC topics
@@ -14,7 +15,8 @@ Formats
 ``tsv``
     ``qid<TAB>text`` a line; the text becomes both title and desc.
 
-Ids always stay strings (``"ls.1"``, ``"301"``); a duplicate id is an error.
+Ids always stay strings (``"ls.1"``, ``"301"``); a duplicate id, or one that cannot be a
+column of a TREC run (white space, control characters), is an error naming file and line.
 """
 
 import json
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from clirplug.atomic import atomic_open
-from clirplug.errors import ClirplugError, where
+from clirplug.errors import ClirplugError, warn, where
 from clirplug.io.jsonl import json_records
 
 FIELDS = ("title", "desc", "narr")
@@ -61,8 +63,8 @@ def _check_field(field):
 def _read_jsonl(path, text):
     for lineno, record in json_records(text.splitlines(), path):
         values = {}
-        for key in ("id", "title", "desc", "narr"):
-            value = record.get(key, "" if key == "narr" else None)
+        for key in ("id", *FIELDS):
+            value = record.get(key, None if key == "id" else "")
             if value is None:
                 raise ClirplugError(f"{where(path, lineno)}: missing field {key!r}")
             if key == "id" and isinstance(value, int) and not isinstance(value, bool):
@@ -150,8 +152,10 @@ def _read_trec(path, text):
             fields[tag], current = "", tag
     if top_line is not None:
         raise ClirplugError(f"{where(path, top_line)}: <top> is never closed by </top>")
-    if text[position:].strip():
-        raise ClirplugError(f"{where(path, lineno_at(position))}: text outside <top> ... </top>")
+    rest = text[position:]
+    if rest.strip():
+        raise ClirplugError(f"{where(path, lineno_at(position + len(rest) - len(rest.lstrip())))}: "
+                            "text outside <top> ... </top>")
 
 
 _READERS = {"jsonl": _read_jsonl, "trec": _read_trec, "tsv": _read_tsv}
@@ -189,7 +193,8 @@ def read_topics(path, format=None) -> list[Topic]:
     Raises
     ------
     ClirplugError
-        On malformed input or a duplicate id, naming ``file:line``.
+        On malformed input, a duplicate id or an id with white space or control
+        characters, naming ``file:line``; on a file without topics.
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -200,11 +205,31 @@ def read_topics(path, format=None) -> list[Topic]:
         raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_READERS)}")
     topics, seen = [], {}
     for lineno, topic in _READERS[format](path, text):
+        if not topic.id.isprintable() or " " in topic.id:
+            raise ClirplugError(f"{where(path, lineno)}: topic id {topic.id!r} contains white space or control "
+                                "characters, which a TREC run cannot hold")
         if topic.id in seen:
             raise ClirplugError(f"{where(path, lineno)}: duplicate topic id {topic.id!r} (first at line {seen[topic.id]})")
         seen[topic.id] = lineno
         topics.append(topic)
+    if not topics:
+        raise ClirplugError(f"{path}: no topics")
     return topics
+
+
+def require_field(topics, field: str, path) -> None:
+    """Refuse ``topics`` (read from ``path``) when none has text in ``field``; warn about those without.
+
+    A topic with an empty query field gets no results, so a run of such topics would be
+    silently empty.
+    """
+    _check_field(field)
+    empty = [topic.id for topic in topics if not getattr(topic, field).strip()]
+    if len(empty) == len(topics):
+        raise ClirplugError(f"{path}: no topic has a {field!r} field")
+    if empty:
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        warn(f"{path}: {len(empty)} of {len(topics)} topics have an empty {field!r} field and get no results ({shown})")
 
 
 # ----------------------------------------------------------------------------- writing

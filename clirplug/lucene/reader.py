@@ -12,9 +12,8 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from clirplug.atomic import atomic_path
 from clirplug.errors import ClirplugError
-from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_docids, save_cached
+from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_cached, load_docids, save_cached
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
 from clirplug.lucene.index import check_index, index_metadata
 
@@ -87,8 +86,9 @@ class LuceneIndex:
     def doc_lengths(self) -> np.ndarray:
         """Document lengths as Lucene's BM25 sees them: the decoded length norms (cached)."""
         path = cache_file(self.path, "lengths")
-        if path.is_file():
-            return np.load(path, allow_pickle=False)
+        cached = load_cached(path)
+        if cached is not None:
+            return cached
         lengths = np.zeros(self._reader.maxDoc())
         for leaf in to_python_list(self._reader.leaves()):
             leaf_reader, base = leaf.reader(), leaf.docBase
@@ -102,16 +102,12 @@ class LuceneIndex:
     @functools.cached_property
     def _vectors(self) -> tuple[np.ndarray, sp.csr_matrix]:
         path = self.path / CACHE_FOLDER / f"vectors-v{CACHE_VERSION}.npz"
-        if path.is_file():
-            data = np.load(path, allow_pickle=False)
+        data = load_cached(path)
+        if data is not None:
             return data["terms"], sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
         terms, matrix = self._read_vectors()
-        try:
-            with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-                np.savez(handle, terms=terms, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
-                         shape=np.array(matrix.shape))
-        except OSError as error:  # a read-only index still works, only uncached
-            print(f"clirplug: cannot cache index statistics in {path.parent} ({error})", file=sys.stderr)
+        save_cached(path, {"terms": terms, "data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                           "shape": np.array(matrix.shape)})
         return terms, matrix
 
     @property

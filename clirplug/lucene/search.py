@@ -8,11 +8,13 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
+import math
 import sys
 from collections.abc import Mapping
 
 import numpy as np
 
+from clirplug.errors import ClirplugError
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import check_index, index_metadata
 from clirplug.lucene._cache import load_docids
@@ -22,6 +24,18 @@ DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
 FIELD = "contents"
 ID_FIELD = "id"
+
+
+def check_bm25(k1: float, b: float) -> None:
+    """Raise ``ClirplugError`` unless ``k1`` is finite and at least 0 and ``b`` lies in [0, 1].
+
+    The one check of BM25's parameters, for every method that scores with them (bm25, dt,
+    dt-mira, psq, bowfd, mira training).
+    """
+    if not (math.isfinite(k1) and k1 >= 0):
+        raise ClirplugError(f"BM25 k1 must be a finite number >= 0, got {k1}")
+    if not 0 <= b <= 1:
+        raise ClirplugError(f"BM25 b must lie in [0, 1], got {b}")
 
 
 def analyzer_for(language: str):
@@ -57,6 +71,7 @@ class Bm25Searcher:
     """BM25 over one Lucene index with the analyzer the index was built with."""
 
     def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        check_bm25(k1, b)
         self.index = check_index(index)
         self.language = index_metadata(self.index)["language"]
         self.k1, self.b = k1, b

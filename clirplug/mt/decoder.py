@@ -43,6 +43,7 @@ from clirplug.mt.features import (
     LANGUAGE_MODEL,
     PASS_THROUGH,
     WORD_PENALTY,
+    model_features,
     read_weights,
 )
 from clirplug.mt.grammar import Rule, is_nonterminal, nt_index, read_grammar
@@ -318,7 +319,7 @@ class Decoder:
         model_dir = Path(model_dir)
         if weights is None:
             tuned = model_dir / f"weights.{kind}"
-            weights = read_weights(tuned) if tuned.is_file() else {}
+            weights = read_weights(tuned, model_features(model_dir / f"grammar.{kind}.gz")) if tuned.is_file() else {}
         return cls(read_grammar(model_dir / f"grammar.{kind}.gz"), load_lm(model_dir / "lm.arpa"), weights, **options)
 
     # ------------------------------------------------------------------ parsing

@@ -15,13 +15,15 @@ Scores are thus in the LM's log10 units. The default weights below are a startin
 tuning (:mod:`clirplug.mt.tune`), not tuned values: costs weigh ``-0.5`` (the grammar helper's
 ``-log10`` probabilities), counts ``0``, the LM ``1`` and each untranslated word ``-1`` (a
 tenth of a typical LM ``<unk>`` cost). A weights file has one ``name value`` pair a line, as
-cdec's; ``#`` starts a comment.
+cdec's; ``#`` starts a comment. A model's weights file may name the features above and those
+of the model's grammar (:func:`model_features`); another name is an error.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
@@ -75,16 +77,38 @@ def weight_lines(path, missing: str = "no such weights file"):
         yield lineno, fields[0], value
 
 
-def read_weights(path) -> dict[str, float]:
+def model_features(grammar_path) -> set[str]:
+    """The names a weight of a model may have: the decoder's, the defaults' and its grammar's features."""
+    from clirplug.mt.grammar import grammar_features
+
+    return {*DECODER_FEATURES, *DEFAULT_WEIGHTS, *grammar_features(grammar_path)}
+
+
+def check_feature(name: str, known: Collection[str], location: str) -> None:
+    """Raise ``ClirplugError`` at ``location`` (file:line) when ``name`` is not ``known``; suggest the closest."""
+    if name not in known:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+        raise ClirplugError(f"{location}: unknown feature {name!r} ({hint})")
+
+
+def read_weights(path, known: Collection[str] | None = None) -> dict[str, float]:
     """Read a weights file (``name value`` a line).
+
+    Parameters
+    ----------
+    known : collection of str, optional
+        The feature names a weight may have (:func:`model_features`); any other is an error.
 
     Raises
     ------
     ClirplugError
-        Naming the file and line of a malformed, non-finite or repeated entry.
+        Naming the file and line of a malformed, non-finite, repeated or unknown entry.
     """
     weights: dict[str, float] = {}
     for lineno, name, value in weight_lines(path):
+        if known is not None:
+            check_feature(name, known, where(path, lineno))
         if name in weights:
             raise ClirplugError(f"{where(path, lineno)}: feature {name!r} appears twice")
         weights[name] = value

@@ -27,6 +27,11 @@ from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
 
 NONTERMINAL = re.compile(r"^\[([^\],]+)(?:,(\d+))?\]$")  # "[X]", "[X,1]", "[S,2]"
+# The features and alignment fields of a rule line: NAME=VALUE or VALUE items (the common
+# number forms; a field these miss is parsed in full, see :func:`_check_line`), I-J links.
+_NUMBER = r"[-+]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+"
+_FEATURES = re.compile(rf" *+(?:(?:[^\s=]++=)?+{_NUMBER}(?: ++|$))*+")
+_LINKS = re.compile(r" *+(?:\d++-\d++(?: ++|$))*+")
 FIELD_SEPARATOR = " ||| "
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -230,25 +235,64 @@ class SourcePhrases:
         return not run or " ".join(run) in self.phrases
 
 
+# Grammar files (path, size, modification time) read to the end in this process: a restricted
+# read skips the check of the other lines when it was done once (the experiment reads one
+# grammar for many stages).
+_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def _check_line(line: str, where: str) -> None:
+    """Raise the :func:`parse_rule` error of a line whose fields are malformed.
+
+    A fast check of the lines a restriction skips: at least 3 ``|||`` fields (at most 5 with
+    a left-hand side), non-empty source and target sides, numbers in the features field and
+    ``I-J`` links in the alignment field; only a line failing it is parsed in full.
+    """
+    fields = line.split("|||")
+    head = NONTERMINAL.match(fields[0].strip())
+    if head is not None and head.group(2) is None:
+        fields = fields[1:]
+        if len(fields) > 4:
+            parse_rule(line, where)
+    if not (len(fields) >= 3 and fields[0].strip() and fields[1].strip() and _FEATURES.fullmatch(fields[2])
+            and (len(fields) == 3 or _LINKS.fullmatch(fields[3]))):
+        parse_rule(line, where)
+
+
 def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rule]:
     """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one.
 
     With a ``restriction``, only the rules it admits are parsed and yielded (a per-input
-    grammar, as cdec's per-sentence grammars): the others cannot apply to those sentences.
+    grammar, as cdec's per-sentence grammars): the others cannot apply to those sentences,
+    but are still checked for their fields and feature values (:func:`_check_line`), so a
+    malformed line is an error (naming file and line) wherever it is.
     """
     path = Path(path)
     if not path.is_file():
         raise ClirplugError(f"{path}: no such grammar file")
+    stat = path.stat()
+    version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    check = version not in _CHECKED
     with _open_text(path) as lines:
         try:
             for lineno, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
                 if restriction is not None and not restriction.admits(_source_field(line)):
+                    if check:
+                        _check_line(line.rstrip("\n"), f"{path}:{lineno}")
                     continue
                 yield parse_rule(line, f"{path}:{lineno}")
         except (UnicodeDecodeError, OSError, EOFError) as error:
             raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
+    _CHECKED.add(version)
+
+
+def grammar_features(path) -> set[str]:
+    """The feature names of a grammar file's first rule (every rule of a grammar carries the same)."""
+    for rule in iter_grammar(path):
+        return {name for name, _ in rule.features}
+    return set()
 
 
 def read_grammar(path, restriction: SourcePhrases | None = None) -> list[Rule]:

@@ -407,12 +407,12 @@ class Hypergraph:
 
     def derivation_from_backpointers(self, best_edge: np.ndarray, beta: np.ndarray | None = None) -> Derivation:
         """The derivation that follows ``best_edge[v]`` down from the goal (scores from ``beta``)."""
-        def build(v):
+        def expand(v):
             e = int(best_edge[v])
-            children = tuple(build(t) for t in self.tails[e])
-            return Derivation(float(beta[v]) if beta is not None else float("nan"), e, children)
+            return self.tails[e], lambda children: Derivation(
+                float(beta[v]) if beta is not None else float("nan"), e, children)
 
-        return build(self.goal)
+        return build_tree(self.goal, expand)
 
     def prune(self, weights: Mapping[str, float] | np.ndarray, beam: float) -> Hypergraph:
         """Beam pruning: keep the edges whose best derivation scores within ``beam`` of the best.
@@ -458,18 +458,20 @@ class Hypergraph:
         """The target words of ``derivation`` and their ``(source position, target position)`` links."""
         words: list[str] = []
         links: list[tuple[int, int]] = []
-
-        def expand(d):
-            where = {}
-            for p, item in enumerate(self.templates[d.edge]):
-                if isinstance(item, str):
-                    where[p] = len(words)
-                    words.append(item)
-                else:
-                    expand(d.children[item])
-            links.extend((s, where[p]) for s, p in self.alignments[d.edge])
-
-        expand(derivation)
+        stack = [(derivation, 0, {})]  # (derivation, next template position, its words' positions)
+        while stack:
+            d, p, where = stack[-1]
+            template = self.templates[d.edge]
+            while p < len(template) and isinstance(template[p], str):
+                where[p] = len(words)
+                words.append(template[p])
+                p += 1
+            if p < len(template):  # a tail: expand it, then come back after it
+                stack[-1] = (d, p + 1, where)
+                stack.append((d.children[template[p]], 0, {}))
+            else:
+                stack.pop()
+                links.extend((s, where[q]) for s, q in self.alignments[d.edge])
         return tuple(words), tuple(sorted(links))
 
     # ------------------------------------------------------------------ JSON
@@ -529,6 +531,27 @@ class Hypergraph:
         except (OSError, ValueError) as error:
             raise ClirplugError(f"{path}: cannot read the hypergraph: {error}") from error
         return cls.from_json(data, decode_rule, str(path))
+
+
+def build_tree(root, expand):
+    """Build a tree bottom-up without recursion (forests may be deeper than Python's stack).
+
+    ``expand(item)`` returns ``(children, make)``: the child items, and the function that makes
+    the item's node from the tuple of its children's nodes. Returns the node of ``root``.
+    """
+    built: list = []
+    stack: list = [(root, None)]  # (item, None) to expand, or (count, make) once its children are pushed
+    while stack:
+        top, make = stack.pop()
+        if make is None:
+            children, make = expand(top)
+            stack.append((len(children), make))
+            stack.extend((child, None) for child in reversed(children))
+        else:  # its children are the last ``top`` nodes built
+            children = tuple(built[len(built) - top:])
+            del built[len(built) - top:]
+            built.append(make(children))
+    return built[0]
 
 
 def _tupled(value):

@@ -11,13 +11,11 @@ derivations of every node come out in non-increasing score order.
 from __future__ import annotations
 
 import heapq
-import sys
-from collections.abc import Callable, Hashable, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Iterator, Mapping
 
 import numpy as np
 
-from clirplug.mt.hypergraph import Derivation, Hypergraph
+from clirplug.mt.hypergraph import Derivation, Hypergraph, build_tree
 
 
 class _KBest:
@@ -33,50 +31,57 @@ class _KBest:
         return (-total, e, ranks)
 
     def kth(self, v: int, k: int) -> None:
-        """Make sure ``found[v]`` holds its ``k+1`` best derivations (or all it has)."""
+        """Make sure ``found[v]`` holds its ``k+1`` best derivations (or all it has).
+
+        The lazy recursion of Algorithm 3 runs on an explicit stack: each step is a generator
+        that yields ``(tail, rank)`` when it needs that tail's derivations first, so the depth of
+        a forest (a long sentence's glue chain) never reaches Python's recursion limit.
+        """
+        stack = [self._kth(v, k)]
+        while stack:
+            request = next(stack[-1], None)
+            if request is None:
+                stack.pop()
+            else:
+                stack.append(self._kth(*request))
+
+    def _kth(self, v: int, k: int) -> Iterator[tuple[int, int]]:
         found = self.found[v]
+        if len(found) > k:
+            return
         if self.heaps[v] is None:
             heap = []
             for e in range(self.hg.offsets[v], self.hg.offsets[v + 1]):
                 ranks = (0,) * len(self.hg.tails[e])
                 for t in self.hg.tails[e]:
-                    self.kth(t, 0)
+                    if not self.found[t]:
+                        yield t, 0
                 heap.append(self.candidate(e, ranks))
                 self.seen[v].add((e, ranks))
             heapq.heapify(heap)
             self.heaps[v] = heap
         heap = self.heaps[v]
         while len(found) <= k:
-            if found:
-                self.push_next(v, found[-1])
+            if found:  # push the successors of the last derivation found
+                _, e, ranks = found[-1]
+                for i, t in enumerate(self.hg.tails[e]):
+                    successor = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1:]
+                    if len(self.found[t]) <= successor[i]:
+                        yield t, successor[i]
+                    if successor[i] < len(self.found[t]) and (e, successor) not in self.seen[v]:
+                        self.seen[v].add((e, successor))
+                        heapq.heappush(heap, self.candidate(e, successor))
             if not heap:
                 break
             negative, e, ranks = heapq.heappop(heap)
             found.append((-negative, e, ranks))
 
-    def push_next(self, v: int, last) -> None:
-        _, e, ranks = last
-        for i, t in enumerate(self.hg.tails[e]):
-            successor = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1:]
-            self.kth(t, successor[i])
-            if successor[i] < len(self.found[t]) and (e, successor) not in self.seen[v]:
-                self.seen[v].add((e, successor))
-                heapq.heappush(self.heaps[v], self.candidate(e, successor))
-
     def tree(self, v: int, k: int) -> Derivation:
-        score, e, ranks = self.found[v][k]
-        return Derivation(float(score), e, tuple(self.tree(t, r) for t, r in zip(self.hg.tails[e], ranks)))
+        def expand(item):
+            score, e, ranks = self.found[item[0]][item[1]]
+            return tuple(zip(self.hg.tails[e], ranks)), lambda children: Derivation(float(score), e, children)
 
-
-@contextmanager
-def _recursion_room(hg: Hypergraph):
-    """Raise Python's recursion limit for the lazy recursion over ``hg``'s levels, then restore it."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20 * int(hg.levels.max(initial=0)) + 1000))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
+        return build_tree((v, k), expand)
 
 
 def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> list[Derivation]:
@@ -87,9 +92,8 @@ def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> 
     if k < 1:
         return []
     search = _KBest(hg, hg.edge_scores(weights))
-    with _recursion_room(hg):
-        search.kth(hg.goal, k - 1)
-        return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
+    search.kth(hg.goal, k - 1)
+    return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
 
 
 def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int,
@@ -102,17 +106,16 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
     if k < 1:
         return []
     search = _KBest(hg, hg.edge_scores(weights))
-    with _recursion_room(hg):
-        kept, keys = [], set()
-        for i in range(limit):
-            search.kth(hg.goal, i)
-            if len(search.found[hg.goal]) <= i:
+    kept, keys = [], set()
+    for i in range(limit):
+        search.kth(hg.goal, i)
+        if len(search.found[hg.goal]) <= i:
+            break
+        derivation = search.tree(hg.goal, i)
+        identity = key(derivation)
+        if identity not in keys:
+            keys.add(identity)
+            kept.append(derivation)
+            if len(kept) == k:
                 break
-            derivation = search.tree(hg.goal, i)
-            identity = key(derivation)
-            if identity not in keys:
-                keys.add(identity)
-                kept.append(derivation)
-                if len(kept) == k:
-                    break
-        return kept
+    return kept

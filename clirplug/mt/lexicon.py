@@ -15,6 +15,7 @@ import scipy.sparse
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
+from clirplug.io.npz import read_arrays
 
 FORMAT = "clirplug-lexicon-1"
 
@@ -113,16 +114,16 @@ class LexicalTable:
     @classmethod
     def load(cls, path) -> LexicalTable:
         """Read a file written by :meth:`save`."""
+        npz = read_arrays(path, "lexical table")
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                if str(npz["format"]) != FORMAT:
-                    raise ClirplugError(f"{path}: not a {FORMAT} file")
-                src_vocab = str(npz["src_vocab"]).split("\n") if str(npz["src_vocab"]) else []
-                tgt_vocab = str(npz["tgt_vocab"]).split("\n") if str(npz["tgt_vocab"]) else []
-                matrix = scipy.sparse.csr_matrix(
-                    (npz["data"], npz["indices"], npz["indptr"]), shape=(len(src_vocab), len(tgt_vocab)))
-        except (OSError, KeyError, ValueError) as error:
-            raise ClirplugError(f"{path}: cannot read the lexical table ({error})") from error
+            if str(npz["format"]) != FORMAT:
+                raise ClirplugError(f"{path}: not a {FORMAT} file")
+            src_vocab = str(npz["src_vocab"]).split("\n") if str(npz["src_vocab"]) else []
+            tgt_vocab = str(npz["tgt_vocab"]).split("\n") if str(npz["tgt_vocab"]) else []
+            matrix = scipy.sparse.csr_matrix(
+                (npz["data"], npz["indices"], npz["indptr"]), shape=(len(src_vocab), len(tgt_vocab)))
+        except (KeyError, ValueError, TypeError) as error:
+            raise ClirplugError(f"{path}: not a lexical table ({error})") from error
         return cls(src_vocab, tgt_vocab, matrix)
 
 

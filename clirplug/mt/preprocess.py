@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 
 COMPOUND_FILE = "compound.{lang}.tsv"  # the splitter a model folder ships, see docs/models.md
 
+# The longest token list the decoder is given: its forest grows with the sentence (about
+# 1 MB of memory per token on the demo model, several on manclir-de), so longer sentences
+# are translated in chunks (:func:`chunks`). The longest sentence of the manclir-de topics
+# has 84 tokens; docs/reliability.md states the limit.
+MAX_SENTENCE_TOKENS = 100
+
 TOKEN = re.compile(
     r"""
       (?:https?|ftp)://[^\s<>"]*[^\s<>".,;:!?)\]}']     # URL
@@ -80,14 +86,25 @@ def split_sentences(text: str, lang: str) -> list[str]:
     return [sentence for sentence in sentences if sentence]
 
 
+def chunks(tokens: list[str], limit: int = MAX_SENTENCE_TOKENS) -> list[list[str]]:
+    """``tokens`` cut into the fewest consecutive pieces of at most ``limit`` tokens, of near
+    equal length; a list within the limit is returned whole (``[tokens]``)."""
+    count = -(-len(tokens) // limit)
+    if count <= 1:
+        return [tokens]
+    bounds = [len(tokens) * k // count for k in range(count + 1)]
+    return [tokens[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
 def topic_sentences(topic, field: str, lang: str, tokenize: Callable[[str], list[str]]) -> list[list[str]]:
     """A topic's ``field`` as MT token lists: a ``title`` whole, any other field one list per
-    sentence (queries are translated so by DT, PSQ, BOW-FD and MIRA alike); empty ones dropped."""
+    sentence (queries are translated so by DT, PSQ, BOW-FD and MIRA alike); empty ones dropped,
+    longer ones than :data:`MAX_SENTENCE_TOKENS` cut into :func:`chunks`."""
     from clirplug.io.topics import topic_field
 
     text = topic_field(topic, field)
     parts = [text] if field == "title" else split_sentences(text, lang)
-    return [tokens for tokens in map(tokenize, parts) if tokens]
+    return [piece for tokens in map(tokenize, parts) if tokens for piece in chunks(tokens)]
 
 
 def tokenize(text: str) -> list[str]:

@@ -27,11 +27,11 @@ from clirplug.mt.decoder import (
     load_lm,
     translations,
 )
-from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
+from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
 from clirplug.mt.grammar import SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
-from clirplug.mt.preprocess import COMPOUND_FILE, preprocessor, split_sentences, topic_sentences
+from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
 
 KINDS = ("hiero", "flat")
 
@@ -51,8 +51,9 @@ class Translator:
         Holds ``grammar.<kind>.gz``, ``lm.arpa``, optionally ``weights.<kind>`` (tuned
         weights, used unless ``weights`` is given) and ``compound.<src_lang>.tsv``.
     kind : {"hiero", "flat"}
-    weights : mapping, optional
-        Overrides the folder's tuned weights (missing ones take the defaults).
+    weights : mapping or path, optional
+        Overrides the folder's tuned weights (missing ones take the defaults); a weights file
+        may only name the model's features (:func:`~clirplug.mt.features.model_features`).
     cache : bool
         Read and write ``model_dir/cache/``.
 
@@ -73,7 +74,9 @@ class Translator:
                 raise ClirplugError(f"{path}: missing; train the model first (see docs/models.md)")
         if weights is None:
             tuned = self.model_dir / f"weights.{kind}"
-            weights = read_weights(tuned) if tuned.is_file() else {}
+            weights = read_weights(tuned, self.feature_names) if tuned.is_file() else {}
+        elif not isinstance(weights, Mapping):
+            weights = read_weights(weights, self.feature_names)
         self.weights = {**DEFAULT_WEIGHTS, **weights}
         self.kind, self.pop_limit, self.max_span, self.src_lang = kind, pop_limit, max_span, src_lang
         self.cache = cache
@@ -81,6 +84,11 @@ class Translator:
         self._decoder: Decoder | None = None
         self._signature: str | None = None
         self._restriction: SourcePhrases | None = None
+
+    @functools.cached_property
+    def feature_names(self) -> set[str]:
+        """The names a weight of this model may have (:func:`~clirplug.mt.features.model_features`)."""
+        return model_features(self.grammar_path)
 
     @property
     def restriction(self) -> SourcePhrases | None:
@@ -148,9 +156,11 @@ class Translator:
         return topic_sentences(topic, field, self.src_lang, self.tokenize)
 
     def sentences(self, text: str, split: bool = True) -> list[list[str]]:
-        """``text`` as MT token lists: one per sentence (``split``) or one for the whole text."""
+        """``text`` as MT token lists: one per sentence (``split``) or one for the whole text, those
+        longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` cut into
+        :func:`~clirplug.mt.preprocess.chunks`."""
         parts = split_sentences(text, self.src_lang) if split else [text]
-        return [tokens for tokens in (self.tokenize(part) for part in parts) if tokens]
+        return [piece for tokens in (self.tokenize(part) for part in parts) if tokens for piece in chunks(tokens)]
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         """The +LM forest of ``tokens`` (cached)."""

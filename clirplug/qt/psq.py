@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from clirplug.errors import ClirplugError
 from clirplug.lucene.reader import LuceneIndex
-from clirplug.lucene.search import DEFAULT_B, DEFAULT_K1
+from clirplug.lucene.search import DEFAULT_B, DEFAULT_K1, check_bm25
 
 Expression = tuple[tuple[str, int], ...]  # ((index term, relative position), ...)
 
@@ -50,6 +50,7 @@ class PsqScorer:
     """
 
     def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        check_bm25(k1, b)
         self.index = index if isinstance(index, LuceneIndex) else LuceneIndex(index)
         self.k1, self.b = k1, b
         self._norm = k1 * (1 - b + b * self.index.doc_lengths / self.index.avg_doc_length)

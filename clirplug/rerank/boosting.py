@@ -738,14 +738,16 @@ class BoostModel:
         ClirplugError
             When ``path`` is not a readable boosting model.
         """
+        from clirplug.io.npz import read_arrays
+
+        arrays = read_arrays(path, "boosting model")
         try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(str(data["header"]))
-                if header.get("format") != "clirplug-boost/1":
-                    raise ClirplugError(f"{path}: not a clirplug boosting model (format {header.get('format')!r})")
-                arrays = {name: data[name] for name in data.files}
-        except (OSError, ValueError, KeyError) as error:
-            raise ClirplugError(f"{path}: cannot read boosting model ({error})") from error
+            header = json.loads(str(arrays["header"]))
+        except (KeyError, ValueError) as error:
+            raise ClirplugError(f"{path}: not a clirplug boosting model ({error})") from error
+        if not isinstance(header, dict) or header.get("format") != "clirplug-boost/1":
+            raise ClirplugError(f"{path}: not a clirplug boosting model (format "
+                                f"{header.get('format') if isinstance(header, dict) else None!r})")
         examples = {}
         for bucket, total, s, t, count in zip(arrays["example_bucket"].tolist(), arrays["example_total"].tolist(),
                                               arrays["example_source"].tolist(), arrays["example_target"].tolist(),

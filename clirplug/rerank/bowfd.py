@@ -30,17 +30,17 @@ that ranking's minimum, and the sentence scores (logs of the experts) are summed
 
 from __future__ import annotations
 
-import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from clirplug.atomic import atomic_open
-from clirplug.errors import ClirplugError, where
-from clirplug.mt.features import weight_lines
+from clirplug.errors import ClirplugError, where, warn
+from clirplug.lucene.search import check_bm25
+from clirplug.mt.features import check_feature, weight_lines
 from clirplug.mt.grammar import is_nonterminal
 from clirplug.mt.hypergraph import Hypergraph
 
@@ -99,13 +99,14 @@ class BowfdWeights:
             out.write("\n".join(lines) + "\n")
 
     @classmethod
-    def load(cls, path) -> BowfdWeights:
-        """Read a file written by :meth:`save`.
+    def load(cls, path, smt_names: Collection[str] | None = None) -> BowfdWeights:
+        """Read a file written by :meth:`save`; ``smt_names``, if given, are the decoder features
+        an ``SMT:`` weight may name (the model's, :attr:`~clirplug.mt.translator.Translator.feature_names`).
 
         Raises
         ------
         ClirplugError
-            Naming the file and line of a malformed entry.
+            Naming the file and line of a malformed entry or an unknown decoder feature.
         """
         weights = cls(smt={})
         seen_default = False
@@ -115,7 +116,10 @@ class BowfdWeights:
             elif name == "LEX_enabled":
                 weights.lex_enabled = bool(value)
             elif name.startswith(SMT_PREFIX):
-                weights.smt[_unescape(name[len(SMT_PREFIX):])] = value
+                feature = _unescape(name[len(SMT_PREFIX):])
+                if smt_names is not None:
+                    check_feature(feature, smt_names, where(path, lineno))
+                weights.smt[feature] = value
             elif name.startswith(IR_PREFIX):
                 weights.ir[_unescape(name[len(IR_PREFIX):])] = value
             elif name.startswith((LEX_ALIGN, LEX_INSERT, LEX_DELETE)):
@@ -457,10 +461,7 @@ class BowfdConfig:
 
     def check(self) -> BowfdConfig:
         """Raise ``ClirplugError`` naming the first out-of-range option."""
-        if not (self.k1 >= 0 and math.isfinite(self.k1)):
-            raise ClirplugError(f"BM25 k1 must be a non-negative number, got {self.k1}")
-        if not 0 <= self.b <= 1:
-            raise ClirplugError(f"BM25 b must lie in [0, 1], got {self.b}")
+        check_bm25(self.k1, self.b)
         if self.beam is not None and self.beam < 1:
             raise ClirplugError(f"the beam must be at least 1, got {self.beam}")
         if self.sentence_depth < 1:
@@ -526,7 +527,7 @@ class BowFD:
                explain=None):
         """Rescore each topic's top ``depth`` candidates (a run frame); return a run frame.
 
-        Candidates missing from the index are dropped. With ``explain`` (a writable text
+        Candidates missing from the index are dropped with a warning (an error when all are). With ``explain`` (a writable text
         handle), one JSON line per (query, document) gives each sentence's winning yield, its
         score and the BM25 features it fired.
         """
@@ -541,13 +542,17 @@ class BowFD:
         field = field or self.config.field
         ranked = sort_run(candidates)
         groups = {qid: frame["docid"].tolist()[:depth] for qid, frame in ranked.groupby("qid", sort=False)}
-        rows = []
+        rows, missing, total = [], [], 0
         for topic in tqdm(topics, desc="BOW-FD", unit=" topics", disable=not progress, file=sys.stderr):
             if topic.id not in groups:
                 continue
             docs, docids = self.doc_rows(groups[topic.id])
+            total += len(groups[topic.id])
+            missing.extend((topic.id, d) for d in groups[topic.id] if d not in self._row)
+            if not docids:
+                continue
             sentences = self.prepare(topic_field(topic, field), field)
-            if not sentences or not docids:
+            if not sentences:
                 continue
             scores, results = self.score(sentences, docs, back_pointers=explain is not None)
             rows.extend(zip([topic.id] * len(docids), docids, scores.tolist()))
@@ -556,6 +561,12 @@ class BowFD:
                     record = {"qid": topic.id, "docid": docid, "score": float(scores[d]), "sentences": [
                         self.explain(sentence, result, docs, d) for sentence, result in zip(sentences, results)]}
                     explain.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if missing:
+            what = (f"{len(missing)} of {total} candidate documents are not in the index "
+                    f"(first: {missing[0][1]!r} of topic {missing[0][0]!r})")
+            if len(missing) == total:
+                raise ClirplugError(f"BOW-FD: {what}: are the candidates from another collection?")
+            warn(f"BOW-FD: {what}; they are dropped")
         frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
         return sort_run(frame)
 
@@ -609,23 +620,23 @@ def rerank_run(args, topics):
     for option in ("index", "candidates"):
         if not getattr(args, option, None):
             raise ClirplugError(f"--method bowfd needs --{option}")
+    config = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
+                         b=args.b if args.b is not None else DEFAULT_B,
+                         beam=args.beam,
+                         sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
+                         field=args.field or "title").check()
+    candidates = read_run(args.candidates)
     translator = Translator(args.model, kind=args.kind)
-    translator.restrict_topics(topics, args.field or "title")
+    translator.restrict_topics(topics, config.field)
     if args.weights:
-        weights = BowfdWeights.load(args.weights)
+        weights = BowfdWeights.load(args.weights, translator.feature_names)
         weights.smt = {**translator.weights, **weights.smt}
     else:
         weights = BowfdWeights(smt=dict(translator.weights))
     if args.v is not None:
         weights.v = args.v
     forests = NoLMForests(translator) if args.no_lm else translator
-    config = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
-                         b=args.b if args.b is not None else DEFAULT_B,
-                         beam=args.beam,
-                         sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
-                         field=args.field or "title")
     model = BowFD(forests, LuceneIndex(args.index, progress=not args.quiet), weights, config)
-    candidates = read_run(args.candidates)
     if args.explain:
         with atomic_open(args.explain) as handle:
             return model.rerank(topics, candidates, args.depth, progress=not args.quiet, explain=handle)

@@ -65,7 +65,7 @@ def test_write_read_write_is_a_fixed_point(tmp_path, trec_eval_fixtures):
 @pytest.mark.parametrize("text, message", [
     ("1 Q0 a 1 1.0 t\n1 Q0 b 2 0.5\n", r"run:2: expected 6 fields 'qid Q0 docid rank score tag', got 5"),
     ("1 Q0 a 1 1.0 t\n\n1 Q0 b 2 high t\n", r"run:3: score 'high' is not a number"),
-    ("1 Q0 a 1 1.0 t\n1 Q0 b 2 nan t\n", r"run:2: score is NaN"),
+    ("1 Q0 a 1 1.0 t\n1 Q0 b 2 nan t\n", r"run:2: score 'nan' is not a finite number"),
     ("1 Q0 a 1 1.0 t\n1 Q0 b two 0.5 t\n", r"run:2: rank 'two' is not an integer"),
     ("1 Q0 a 1 1.0 t\n2 Q0 a 1 1.0 t\n1 Q0 a 2 0.5 t\n", r"run:3: document 'a' listed twice for query '1' \(first at line 1\)"),
 ])
@@ -85,6 +85,8 @@ def test_bad_frames_and_ids_are_user_errors(tmp_path):
         write_run({"1": {"a b": 1.0}}, tmp_path / "r")
     with pytest.raises(ClirplugError, match="whitespace"):
         write_run({"1": {"a": 1.0}}, tmp_path / "r", tag="my run")
-    with pytest.raises(ClirplugError, match="NaN"):
+    with pytest.raises(ClirplugError, match="nan is not finite"):
         write_run({"1": {"a": float("nan")}}, tmp_path / "r")
+    with pytest.raises(ClirplugError, match="-inf is not finite for query '1', document 'a'"):
+        write_run({"1": {"a": float("-inf")}}, tmp_path / "r")
     assert not (tmp_path / "r").exists()

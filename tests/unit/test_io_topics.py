@@ -83,7 +83,7 @@ def test_topic_field():
 
 BAD = [
     ("t.jsonl", '{"id": "1", "title": "a", "desc": "b"}\n{"id": "2", "title": "a"\n', r"t\.jsonl:2: invalid JSON"),
-    ("t.jsonl", '{"id": "1", "title": "a", "desc": "b"}\n\n{"id": "2", "title": "a"}\n', r"t\.jsonl:3: missing field 'desc'"),
+    ("t.jsonl", '{"id": "1", "title": "a", "desc": "b"}\n\n{"title": "a"}\n', r"t\.jsonl:3: missing field 'id'"),
     ("t.jsonl", '{"id": "1", "title": 5, "desc": "b"}\n', r"t\.jsonl:1: field 'title' must be a string"),
     ("t.jsonl", '["1", "a"]\n', r"t\.jsonl:1: expected a JSON object"),
     ("t.jsonl", '{"id": "1", "title": "a", "desc": "b"}\n{"id": "1", "title": "c", "desc": "d"}\n',

