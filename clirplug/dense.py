@@ -29,6 +29,7 @@ import numpy as np
 
 from clirplug.atomic import atomic_open
 from clirplug.corpus import Document, corpus_files, read_corpus
+from clirplug.digest import file_digest, update_digest
 from clirplug.errors import ClirplugError
 from clirplug.io.npz import read_arrays
 
@@ -87,13 +88,13 @@ def passage_text(doc: Document, words: int = DEFAULT_WORDS) -> str:
 
 def corpus_digest(corpus) -> str:
     """SHA-256 of a corpus file's bytes (of a folder: each file's relative name and bytes, sorted)."""
-    root, digest = Path(corpus), hashlib.sha256()
+    root = Path(corpus)
+    if root.is_file():
+        return file_digest(root)
+    digest = hashlib.sha256()
     for file in corpus_files(corpus):
-        if file != root:
-            digest.update(str(file.relative_to(root)).encode("utf-8") + b"\0")
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        digest.update(str(file.relative_to(root)).encode("utf-8") + b"\0")
+        update_digest(digest, file)
     return digest.hexdigest()
 
 

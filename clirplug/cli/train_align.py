@@ -6,11 +6,11 @@ stage whose outputs exist and whose record matches, so an interrupted run resume
 """
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
 
+from clirplug.digest import file_digest
 from clirplug.errors import ClirplugError
 
 HELP = "word-align a bitext (IBM Model 1 + fast_align IBM2, both directions, symmetrized)"
@@ -64,15 +64,6 @@ def _non_negative_int(text):
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
     return value
-
-
-def file_digest(path) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class Stages:

@@ -20,30 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
+from clirplug.digest import file_digest
 from clirplug.errors import ClirplugError
 from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
 
 RECORD_FORMAT = 1
-
-
-_DIGESTS: dict = {}  # (path, size, mtime) -> SHA-256, within one process
-
-
-def file_digest(path) -> str:
-    """SHA-256 of a file's bytes (memoized by path, size and modification time)."""
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError as error:
-        raise ClirplugError(f"{path}: cannot read ({error.strerror})") from None
-    memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if memo_key not in _DIGESTS:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _DIGESTS[memo_key] = digest.hexdigest()
-    return _DIGESTS[memo_key]
 
 
 def stage_key(stage: Stage, dep_keys: dict[str, str]) -> tuple[str, dict]:

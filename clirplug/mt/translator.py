@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
+from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
 from clirplug.mt.decoder import (
     DEFAULT_MAX_SPAN,
@@ -34,12 +35,6 @@ from clirplug.mt.kbest import kbest
 from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
 
 KINDS = ("hiero", "flat")
-
-
-def _file_digest(path: Path, digest) -> None:
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
 
 
 class Translator:
@@ -130,7 +125,7 @@ class Translator:
             compound = self.model_dir / COMPOUND_FILE.format(lang=self.src_lang)
             for path in (self.grammar_path, self.lm_path, compound):
                 if path.is_file():
-                    _file_digest(path, digest)
+                    update_digest(digest, path)
             settings = {"kind": self.kind, "pop_limit": self.pop_limit, "max_span": self.max_span,
                         "weights": sorted(self.weights.items())}
             digest.update(json.dumps(settings).encode())
