@@ -563,6 +563,15 @@ def _psq_scorer(ctx: Context, s: dict):
                    lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
 
 
+def _psq_builders(ctx: Context, model: str, kind: str, topics_path: str, lang: str):
+    """The PSQ builders of a model for the topics of one file, shared by the tuning and the run stages
+    (grammar and decoder restricted to those topics' words, per-sentence tables kept)."""
+    from clirplug.io.topics import read_topics
+    from clirplug.qt.psq_tune import Builders
+
+    return ctx.get(f"{model}|psq|{kind}|{topics_path}", lambda: Builders(model, kind, read_topics(topics_path), lang))
+
+
 @stage_kind("psq-tune", version=1)
 def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     """PSQ settings by a coordinate search over the grid on the tune split (:mod:`clirplug.qt.psq_tune`)."""
@@ -571,14 +580,13 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.atomic import atomic_open
     from clirplug.eval.measures import evaluate
     from clirplug.io.qrels import read_qrels
-    from clirplug.io.topics import read_topics
     from clirplug.qt.psq_tables import PsqSettings
-    from clirplug.qt.psq_tune import Builders, coordinate_search, run_settings
+    from clirplug.qt.psq_tune import coordinate_search, run_settings
 
     s = stage.settings
     qrels = read_qrels(stage.inputs[0])
     scorer = _psq_scorer(ctx, s)
-    builders = [Builders(p["model"], s["kind"], read_topics(p["topics"]), s["lang"]) for p in s["parts"]]
+    builders = [_psq_builders(ctx, p["model"], s["kind"], p["topics"], s["lang"]) for p in s["parts"]]
     started = time.perf_counter()
 
     def measure(settings):
@@ -605,18 +613,14 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     """PSQ (:mod:`clirplug.qt.psq`) with the model folder's tables and the run's (or the tuned) ``--psq`` settings."""
     from tqdm import tqdm
 
-    from clirplug.io.topics import read_topics
     from clirplug.qt.psq import psq_queries
     from clirplug.qt.psq_tables import PsqSettings
-    from clirplug.qt.psq_tune import Builders
 
     s = stage.settings
     spec = json.loads(stage.inputs_from[-1].read_text(encoding="utf-8"))["psq"] if s["tuned"] else s["psq"]
     settings = PsqSettings.parse(spec)
-    topics = read_topics(s["topics"])
-    # grammar and decoder restricted to these topics' words (the builders are kept per topic file)
-    builders = ctx.get(f"{s['model']}|psq|{s['kind']}|{s['topics']}",
-                       lambda: Builders(s["model"], s["kind"], topics, s["lang"]))
+    builders = _psq_builders(ctx, s["model"], s["kind"], s["topics"], s["lang"])
+    topics = builders.topics
     builder, tokenize = builders(settings, stage.run["field"])
     source = builders.source(stage.run["field"])
     scorer = _psq_scorer(ctx, s)
