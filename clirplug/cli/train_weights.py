@@ -35,6 +35,11 @@ def add_arguments(parser):
 
 
 def run(args):
+    tune(args, *tuning_pairs(args))
+
+
+def tune(args, pairs, origin):
+    """PRO on the ``(source, reference)`` ``pairs`` (from :func:`tuning_pairs`), with the options of ``args``."""
     import sys
     from pathlib import Path
 
@@ -46,7 +51,6 @@ def run(args):
     from clirplug.mt.translator import Translator
     from clirplug.mt.tune import pro
 
-    pairs, origin = tuning_pairs(args)
     translator = Translator(args.model, args.kind, DEFAULT_WEIGHTS, pop_limit=args.pop_limit,
                             src_lang=args.src_lang, cache=False)
     sources, references = tuning_set(pairs, translator.tokenize, lambda text: preprocess(text, args.tgt_lang),

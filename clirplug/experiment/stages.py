@@ -392,7 +392,7 @@ def query_weights_stage(stage: Stage, ctx: Context) -> dict:
     When the tune split yields no parallel query of the field (a collection whose bitext names no
     page), the model's own weights are written instead, and the log and the stage record say so.
     """
-    from clirplug.cli.train_weights import tuning_pairs
+    from clirplug.cli.train_weights import tune, tuning_pairs
     from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights, write_weights
 
     s = stage.settings
@@ -400,7 +400,7 @@ def query_weights_stage(stage: Stage, ctx: Context) -> dict:
     with _stdout_to_stderr():
         pairs, origin = tuning_pairs(args)
         if pairs:
-            importlib.import_module(s["module"]).run(args)
+            tune(args, pairs, origin)
             return {"queries": len(pairs)}
     base = Path(args.model) / f"weights.{args.kind}"
     weights = {**DEFAULT_WEIGHTS, **(read_weights(base) if base.is_file() else {})}
@@ -1203,7 +1203,7 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (kappa is tuned on it)")
     fusers = [s["fuser"] or "borda"] if not isinstance(s["fuser"], list) else s["fuser"]
-    if not isinstance(fusers, list) or not fusers or any(f not in FUSERS for f in fusers):
+    if not fusers or any(f not in FUSERS for f in fusers):
         raise ClirplugError(f"{c.source}: runs.{spec.name}.fuser: expected one of {', '.join(FUSERS)} or a list of them "
                             f"(a grid), got {s['fuser']!r}")
     for other in s["runs"]:
