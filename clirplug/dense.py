@@ -185,7 +185,11 @@ class DenseSearcher:
         """Top ``hits`` (docid, cosine) pairs for ``query``; [] for a blank query."""
         if not query.strip():
             return []
-        scores = self.embeddings @ embed_queries(self.model, [query])[0]
+        return self.search_vector(embed_queries(self.model, [query])[0], hits)
+
+    def search_vector(self, vector: np.ndarray, hits: int = 1000) -> list[tuple[str, float]]:
+        """Top ``hits`` (docid, cosine) pairs for a unit query vector (from :func:`embed_queries`)."""
+        scores = self.embeddings @ vector
         return [(self.docids[row], float(scores[row])) for row in top_hits(scores, self._tiebreak, hits)]
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,

@@ -1294,35 +1294,108 @@ def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
-@stage_kind("dense")
-def dense_stage(stage: Stage, ctx: Context) -> dict:
-    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine."""
-    from clirplug.dense import DenseSearcher
+def _dense_searcher(ctx: Context, folder):
+    """One DenseSearcher per vector folder, all sharing one e5 model per process."""
+    from clirplug.dense import DenseSearcher, load_model
+
+    return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, ctx.get("dense-model", load_model)))
+
+
+@stage_kind("dense-tune", version=1)
+def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
+    """``words`` of a dense run: the tune split's queries searched in each grid value's vectors, the best kept
+    (the first on ties); every value's measure goes in the output."""
+    import pandas as pd
+
+    from clirplug.atomic import atomic_open
+    from clirplug.dense import embed_queries, load_model
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics, topic_field
 
-    folder = stage.inputs_from[0]
-    searcher = ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder))
+    s = stage.settings
+    topics, qrels = stage.inputs
+    queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
+    qids = [qid for qid, text in queries.items() if text.strip()]
+    vectors = embed_queries(ctx.get("dense-model", load_model), [queries[qid] for qid in qids])
+    values = {}
+    for words, folder in zip(s["grid"], stage.inputs_from):
+        searcher = _dense_searcher(ctx, folder)
+        run = pd.DataFrame([(qid, docid, rank, score) for qid, vector in zip(qids, vectors)
+                            for rank, (docid, score) in enumerate(searcher.search_vector(vector, s["hits"]), 1)],
+                           columns=["qid", "docid", "rank", "score"])
+        values[words] = float(evaluate(read_qrels(qrels), {"run": run}, [s["measure"]])["value"].iloc[0])
+        if ctx.progress:
+            print(f"{stage.name}: words={words} {s['measure']} {values[words]:.4f}", file=sys.stderr, flush=True)
+    best = max(s["grid"], key=lambda words: (values[words], -s["grid"].index(words)))
+    with atomic_open(stage.outputs[0]) as handle:
+        json.dump({"words": best, "folder": str(stage.inputs_from[s["grid"].index(best)]), "measure": s["measure"],
+                   "value": values[best], "split": s["split"],
+                   "evaluated": [{"words": words, s["measure"]: values[words]} for words in s["grid"]]}, handle, indent=1)
+        handle.write("\n")
+    return {"words": best, s["measure"]: values[best]}
+
+
+@stage_kind("dense", version=2)
+def dense_stage(stage: Stage, ctx: Context) -> dict:
+    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine;
+    with ``tuned``, in the vectors of the ``words`` chosen on the tune split."""
+    from clirplug.io.topics import read_topics, topic_field
+
+    tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8")) if stage.settings["tuned"] else None
+    folder = tuned["folder"] if tuned else stage.inputs_from[0]
+    searcher = _dense_searcher(ctx, folder)
     queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
     latencies = {}
     frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies)
-    return write_run_with_sidecar(stage, frame, latencies)
+    return write_run_with_sidecar(stage, frame, latencies, tuned={"words": tuned["words"]} if tuned else None)
+
+
+def _dense_grid(source: str, name: str, settings: dict) -> list[int]:
+    """The ``words`` values of a dense run: its ``grid.words`` list, or its one ``words``."""
+    for key, value in [("words", settings["words"])] + [("grid.words", w) for w in (settings["grid"] or {}).get("words", [])]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ClirplugError(f"{source}: runs.{name}.{key}: must be a whole number of at least 0, got {value!r}")
+    grid = settings["grid"]
+    if grid is None:
+        return [settings["words"]]
+    if not isinstance(grid, dict) or set(grid) != {"words"} or not isinstance(grid["words"], list) or not grid["words"]:
+        raise ClirplugError(f"{source}: runs.{name}.grid: expected {{words: [a list of word counts]}}")
+    return list(dict.fromkeys(grid["words"]))
 
 
 def plan_dense(plan: Plan, spec, splits) -> None:
-    """Dense retrieval: the collection embedded once (cached beside the index), then every split and field searched."""
+    """Dense retrieval: the collection embedded once per ``words`` value (cached beside the index); with a
+    ``grid``, ``words`` chosen per field on the tune split; then every split and field searched."""
     from clirplug.dense import cache_folder, model_id
 
     c, s = plan.config, spec.settings
-    if s["words"] < 0:
-        raise ClirplugError(f"{c.source}: runs.{spec.name}.words: must be at least 0, got {s['words']}")
-    settings = {"model": model_id(), "words": s["words"]}
-    folder = cache_folder(c.index_dir, c.collection.corpus, s["words"])
-    embed = plan.add(Stage(f"dense-embed.w{s['words']}", "dense-embed", settings, inputs=(c.collection.corpus,),
-                           outputs=(folder,)))
-    for split in splits:
-        for fld in c.fields:
+    grid = _dense_grid(str(c.source), spec.name, s)
+    folders = []
+    for words in grid:
+        folder = cache_folder(c.index_dir, c.collection.corpus, words)
+        plan.add(Stage(f"dense-embed.w{words}", "dense-embed", {"model": model_id(), "words": words},
+                       inputs=(c.collection.corpus,), outputs=(folder,)))
+        folders.append(folder)
+    embeds = tuple(f"dense-embed.w{words}" for words in grid)
+    for fld in c.fields:
+        settings = {"model": model_id(), "words": grid[0], "tuned": False}
+        deps, inputs_from = embeds, tuple(folders)
+        if s["grid"] is not None:
+            qrels = c.collection.qrels(c.tune_split)
+            if not qrels.is_file():
+                raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
+            tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
+                                  {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
+                                   "measure": "MAP", "hits": c.hits},
+                                  inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
+                                  outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",),
+                                  inputs_from=tuple(folders)))
+            settings = {"model": model_id(), "grid": grid, "tuned": True}
+            deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
+        for split in splits:
             plan.run_stage({"name": spec.name, "method": "dense", "split": split, "field": fld}, "dense", settings,
-                           inputs=(c.collection.topics(split),), deps=(embed,), inputs_from=(folder,))
+                           inputs=(c.collection.topics(split),), deps=deps, inputs_from=inputs_from)
 
 
 METHODS.update({
@@ -1335,7 +1408,7 @@ METHODS.update({
                     fixed=("model", "kind", "index", "topics", "qrels", "candidates", "field", "output", "no_ltr",
                            "lex", "quiet", "jobs")),
     "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),
-    "dense": Method(plan_dense, {"words": 48}),
+    "dense": Method(plan_dense, {"words": 48, "grid": None}),
 })
 
 

@@ -77,3 +77,48 @@ def test_experiment_dense_run_is_reported_and_cached(tmp_path):
         config.run_dir / "report.md").read_text()
     again = run_experiment(config, progress=False)
     assert {o.status for o in again} == {"up to date"}
+
+
+def test_experiment_dense_words_are_tuned_on_the_tune_split(tmp_path):
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+    from clirplug.io.topics import read_topics
+
+    config_path = tmp_path / "dense.yaml"
+    config_path.write_text(f"collection: {{path: {MINIFR}, lang: fr, name: minifr}}\nsplits: [dev]\nfields: [title]\n"
+                           "baseline: dense\ntranslations: {outputs: []}\n"
+                           "runs: {dense: {grid: {words: [0, 16]}}}\n", encoding="utf-8")
+    config = load_config(config_path, [f"root={tmp_path}"])
+    run_experiment(config, progress=False)
+    tuned = json.loads((config.run_dir / "train.title.dense.words.json").read_text())
+    # the recorded measure of each value, recomputed by searching its vectors directly
+    qrels = read_qrels(config.collection.qrels("train"))
+    queries = {t.id: t.title for t in read_topics(config.collection.topics("train"))}
+    measured = {}
+    for words in (0, 16):
+        folder = dense.cache_folder(config.index_dir, config.collection.corpus, words)
+        run = dense.dense_search(folder, queries, progress=False)
+        measured[words] = float(evaluate(qrels, {"run": run}, ["MAP"])["value"].iloc[0])
+    assert {e["words"]: e["MAP"] for e in tuned["evaluated"]} == pytest.approx(measured)
+    best = max((0, 16), key=lambda w: (measured[w], -w))
+    assert tuned["words"] == best
+    sidecar = json.loads((config.run_dir / "dev.title.dense.json").read_text())
+    assert sidecar["tuned"] == {"words": best}
+    folder = dense.cache_folder(config.index_dir, config.collection.corpus, best)
+    dev = {t.id: t.title for t in read_topics(config.collection.topics("dev"))}
+    expected = dense.dense_search(folder, dev, progress=False)
+    assert read_run(config.run_dir / "dev.title.dense.trec")[["qid", "docid"]].values.tolist() == \
+        expected[["qid", "docid"]].values.tolist()
+
+
+@pytest.mark.parametrize("runs, key", [("{dense: {grid: {words: [8, -1]}}}", "runs.dense.grid.words"),
+                                       ("{dense: {grid: {length: [8]}}}", "runs.dense.grid"),
+                                       ("{dense: {words: many}}", "runs.dense.words")])
+def test_experiment_bad_dense_grid_names_the_key(tmp_path, capsys, runs, key):
+    config_path = tmp_path / "dense.yaml"
+    config_path.write_text(f"collection: {{path: {MINIFR}, lang: fr, name: minifr}}\nbaseline: dense\n"
+                           f"translations: {{outputs: []}}\nruns: {runs}\n", encoding="utf-8")
+    code = main(["experiment", str(config_path), "--root", str(tmp_path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and key in err
