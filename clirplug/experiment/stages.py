@@ -834,7 +834,7 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.io.topics import read_topics
 
     s = stage.settings
-    weights_path, candidates_path = stage.inputs_from
+    weights_path, candidates_path = stage.inputs_from[:2]  # then, for a fold, its topics
     model, weights = _bowfd_model(ctx, s, weights_path, stage.run["field"])
     candidates = read_run(candidates_path)
     groups = dict(tuple(candidates.groupby("qid", sort=False)))

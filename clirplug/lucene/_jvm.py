@@ -18,7 +18,7 @@ from pathlib import Path
 from clirplug.errors import ClirplugError
 
 MIN_JAVA = 21
-JVM_OPTIONS = ("-Xmx8g", "-Dlog4j2.level=warn")
+JVM_OPTIONS = ("-Xmx8g", "-Dlog4j2.level=warn", "-Xrs")
 
 
 def _java_major(java_home: Path) -> int | None:
