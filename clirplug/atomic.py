@@ -5,12 +5,22 @@ An existing folder is never replaced: writing to a path that names one is an err
 """
 
 import contextlib
+import errno
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a full quota, a file-size limit
+TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}(\.\w+)?\.tmp")  # the names atomic_path gives: .NAME.XXXXXXXX[SUFFIX].tmp
+
+
+def is_path_part(name: str) -> bool:
+    """True when ``name`` is one plain file or folder name: not empty, not ``.`` or ``..``, no separator or NUL."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
 
 
 def check_output(path, option: str = "--output") -> Path:
@@ -29,12 +39,24 @@ def check_output(path, option: str = "--output") -> Path:
 
 
 @contextlib.contextmanager
+def no_space_error(path):
+    """Turn a full disk (or quota, or file-size limit) met while writing ``path`` into one clear ClirplugError."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        raise ClirplugError(f"no space left writing {path}") from error
+
+
+@contextlib.contextmanager
 def atomic_path(target, suffix=""):
     """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
 
     Whatever the body creates at the yielded path (a file, or a folder when ``target`` does
     not exist yet) replaces ``target`` when the body returns, and is removed when it raises.
-    A ``target`` that is an existing folder is refused (``ClirplugError``), never replaced.
+    A ``target`` that is an existing folder is refused (``ClirplugError``), never replaced, and a
+    full disk is one ``ClirplugError`` naming ``target``.
     """
     target = Path(target)
     if target.is_dir():
@@ -48,7 +70,8 @@ def atomic_path(target, suffix=""):
     os.unlink(tmp_name)
     tmp = Path(tmp_name)
     try:
-        yield tmp
+        with no_space_error(target):
+            yield tmp
         if target.is_dir():  # made while the body ran
             raise ClirplugError(f"{target}: is a folder; refusing to replace it")
         if tmp.is_dir() and target.exists():
@@ -62,6 +85,17 @@ def atomic_path(target, suffix=""):
             shutil.rmtree(tmp, ignore_errors=True)
         elif tmp.exists():
             tmp.unlink()
+
+
+def remove_temporaries(folder) -> int:
+    """Remove the temporaries of :func:`atomic_path` under ``folder`` that a killed process left; return how many.
+
+    Only for folders no other process writes in (an experiment's, under its root lock).
+    """
+    found = [path for path in Path(folder).rglob(".*.tmp") if TEMPORARY.fullmatch(path.name)] if Path(folder).is_dir() else []
+    for path in found:
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)  # missing: inside one removed
+    return len(found)
 
 
 @contextlib.contextmanager

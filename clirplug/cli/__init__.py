@@ -55,8 +55,9 @@ def main(argv=None) -> int:
     except ClirplugError as error:
         print(f"clirplug: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("clirplug: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # the notes say what is left: outputs are written whole or not at all
+        notes = getattr(interrupt, "__notes__", None) or ["no output was half-written"]
+        print(f"clirplug: interrupted; {'; '.join(notes)}", file=sys.stderr)
         return 130
     return int(result or 0)
 

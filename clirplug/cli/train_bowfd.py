@@ -32,7 +32,10 @@ def add_arguments(parser):
     parser.add_argument("--holdout", type=float, default=0.2, help="share of training topics held out (default: 0.2)")
     parser.add_argument("--max-topics", type=int, default=None, help="train on at most this many topics (a seeded sample)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the held-out split and topic sample")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes for iterative parameter mixing (default: 2)")
+    parser.add_argument("--shards", type=int, default=2,
+                        help="shards of the training topics for iterative parameter mixing (default: 2)")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="worker processes training the shards; the weights do not depend on it (default: 2)")
     parser.add_argument("--k1", type=float, default=None, help="BM25 k1 of the IR features (default: 1.2)")
     parser.add_argument("--b", type=float, default=None, help="BM25 b of the IR features (default: 0.75)")
     parser.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
@@ -70,7 +73,7 @@ def run(args):
     )
 
     config = TrainConfig(epochs=args.epochs, patience=args.patience, negatives=args.negatives,
-                         train_smt=args.train_smt, jobs=args.jobs).check()
+                         train_smt=args.train_smt, shards=args.shards, jobs=args.jobs).check()
     if not 0 <= args.holdout < 1:
         raise ClirplugError(f"--holdout must lie in [0, 1), got {args.holdout}")
     if args.depth < 1:

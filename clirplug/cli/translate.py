@@ -39,7 +39,7 @@ def run(args):
 
     from tqdm import tqdm
 
-    from clirplug.atomic import atomic_open, check_output
+    from clirplug.atomic import atomic_open, check_output, is_path_part
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
     from clirplug.mt.grammar import format_rule
@@ -56,6 +56,10 @@ def run(args):
     if path.suffix.lower() in TOPIC_SUFFIXES:
         topics = read_topics(path)
         require_field(topics, args.field, path)
+        unsafe = [t.id for t in topics if not is_path_part(t.id)] if args.forest else []
+        if unsafe:
+            raise ClirplugError(f"{path}: topic id {unsafe[0]!r} cannot name a file in --forest {args.forest} "
+                                "(/, .. and . are not allowed)")
         items = [(t.id, translator.topic_sentences(t, args.field)) for t in topics]
         plain = False
     else:

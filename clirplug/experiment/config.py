@@ -203,8 +203,10 @@ def _resolve_paths(raw, base: Path):
 
 def _check_name(source, key, value) -> str:
     """A name that becomes a folder under ``root``: one path part, no ``..``."""
+    from clirplug.atomic import is_path_part
+
     value = _check_type(source, key, value, str)
-    if not value or value in (".", "..") or "/" in value or "\\" in value or "\0" in value:
+    if not is_path_part(value):
         raise _error(source, key, f"{value!r} becomes a folder name under root: use one plain name, without / or ..")
     return value
 

@@ -59,7 +59,8 @@ def _rel(path, base: Path) -> str:
 def score_runs(config, run_stages):
     """Per split and field: evaluate the runs (per query) and test each against the baseline.
 
-    Returns a list of dicts ``split, field, run, method, measure, value, p_value, share``.
+    Returns a list of dicts ``split, field, run, method, measure, value, p_value, share_of_ceiling,
+    p_vs_inputs`` (a fusion's p-value against each of its input runs, else None).
     """
     from clirplug.eval.measures import ALL, evaluate
     from clirplug.eval.significance import randomization_test
@@ -83,6 +84,7 @@ def score_runs(config, run_stages):
                 continue
             runs = {s.run["name"]: read_run(s.outputs[0]) for s in stages}
             methods = {s.run["name"]: s.run["method"] for s in stages}
+            inputs = {s.run["name"]: s.settings["runs"] for s in stages if s.run["method"] == "fusion"}
             if ceiling and "ceiling" not in runs:
                 runs["ceiling"], methods["ceiling"] = read_run(ceiling[0].outputs[0]), "ceiling"
             result = evaluate(qrels, runs, list(config.measures), per_query=True)
@@ -95,9 +97,13 @@ def score_runs(config, run_stages):
                     p_value = float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
                                                        per_query[(baseline, record.measure)].to_numpy()))
                 top = ceiling_values.get(record.measure)
+                against = {other: float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
+                                                           per_query[(other, record.measure)].to_numpy()))
+                           for other in inputs.get(record.run, ()) if other in runs}
                 rows.append({"split": split, "field": fld, "run": record.run, "method": methods[record.run],
                              "measure": record.measure, "value": float(record.value), "p_value": p_value,
-                             "share_of_ceiling": float(record.value / top) if top else None})
+                             "share_of_ceiling": float(record.value / top) if top else None,
+                             "p_vs_inputs": against or None})
     return rows
 
 
@@ -120,7 +126,27 @@ def _table(scores, split, fld, names, measures, baseline):
     return lines
 
 
-@stage_kind("report", version=1)
+def _fusion_table(scores, splits, fields, measure) -> list[str]:
+    """Each fusion against each of its inputs on ``measure`` (`*`: the fusion differs at p < alpha)."""
+    from clirplug.eval.significance import marker
+
+    fused = [r for r in scores if r["measure"] == measure and r["p_vs_inputs"]]
+    if not fused:
+        return []
+    value = {(r["split"], r["field"], r["run"]): r["value"] for r in scores if r["measure"] == measure}
+    lines = [f"## Fusions against their inputs ({measure})", "",
+             f"| split | field | fusion | {measure} | input | input {measure} | p |", "|---|---|---|---|---|---|---|"]
+    for split in splits:
+        for fld in fields:
+            for r in fused:
+                if (r["split"], r["field"]) == (split, fld):
+                    lines += [f"| {split} | {fld} | {r['run']} | {r['value']:.4f} | {other} | "
+                              f"{value[(split, fld, other)]:.4f} | {p:.4f}{marker(p)} |"
+                              for other, p in r["p_vs_inputs"].items()]
+    return lines + [""]
+
+
+@stage_kind("report", version=2)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.csv`` and ``report.json`` (see the module docstring)."""
     import csv
@@ -173,6 +199,7 @@ def report_stage(stage: Stage, ctx) -> dict:
                 rows = ["floor", *dict.fromkeys(names), "ceiling"]
                 md += [f"## {title}: `{split}`, {fld} queries", ""]
                 md += _table(scores, split, fld, rows, measures, config.baseline) + [""]
+    md += _fusion_table(scores, config.splits, config.fields, measures[0])
     curves = [s for s in ctx.plan_stages.values() if s.kind == "fusion-tune" and s.name in stage.deps]
     if curves:
         md += ["## Kappa curves (fusion weight tuned on the tune split)", ""]
@@ -197,10 +224,11 @@ def report_stage(stage: Stage, ctx) -> dict:
     with atomic_open(md_path) as handle:
         handle.write("\n".join(md))
     buffer = io.StringIO()
-    columns = ["split", "field", "run", "method", "measure", "value", "p_value", "share_of_ceiling"]
+    columns = ["split", "field", "run", "method", "measure", "value", "p_value", "share_of_ceiling", "p_vs_inputs"]
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(scores)
+    writer.writerows({**r, "p_vs_inputs": ";".join(f"{k}:{v}" for k, v in (r["p_vs_inputs"] or {}).items())}
+                     for r in scores)
     with atomic_open(csv_path) as handle:
         handle.write(buffer.getvalue())
     report = {"experiment": config.name, "config": config.source,

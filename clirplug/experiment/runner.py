@@ -12,19 +12,50 @@ the stage that was cut off.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirplug.atomic import atomic_open
+from clirplug.atomic import atomic_open, remove_temporaries
 from clirplug.digest import file_digest
 from clirplug.errors import ClirplugError
 from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
 
 RECORD_FORMAT = 1
+LOCK = ".clirplug.lock"
+
+
+@contextlib.contextmanager
+def root_lock(root: Path):
+    """Hold ``ROOT/.clirplug.lock`` (``fcntl.flock``) while an experiment writes under ``root``.
+
+    The experiments of one root share its indexes and models, so a second one started meanwhile
+    refuses at once, naming the lock and the process holding it, instead of rebuilding files the
+    first one reads. The lock ends with the process, however it ends; the file stays.
+    """
+    path = root / LOCK
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError as error:
+        raise ClirplugError(f"root: cannot create {path} ({error.strerror})") from error
+    with open(path, "r+", encoding="ascii") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = handle.read().strip() or "?"
+            raise ClirplugError(f"{path}: another experiment (process {holder}) is running on this root; "
+                                "wait for it to end or choose another --root") from None
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
 
 
 def stage_key(stage: Stage, dep_keys: dict[str, str]) -> tuple[str, dict]:
@@ -153,6 +184,22 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     return seconds
 
 
+def _start_worker(config, jobs: int, progress: bool, plan_stages: dict) -> None:
+    """Give a stage worker process its own context (loaded models and searchers stay per process)."""
+    global _WORKER_CONTEXT
+    import clirplug.experiment.report  # noqa: F401 - registers the report's stage kind in this process
+
+    _WORKER_CONTEXT = Context(config, jobs, progress)
+    _WORKER_CONTEXT.plan_stages = plan_stages
+
+
+_WORKER_CONTEXT: Context | None = None
+
+
+def _execute_in_worker(stage: Stage, key: str, described: dict) -> float:
+    return execute(stage, key, described, _WORKER_CONTEXT)
+
+
 def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force: bool = False,
                    progress: bool = True, log=None) -> list[Outcome]:
     """Run (or with ``dry_run`` list) every stage of ``config`` and write the report.
@@ -161,38 +208,113 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
     ----------
     config : ExperimentConfig
     jobs : int, optional
-        Processes for query-parallel stages (default: the config's ``jobs``).
+        Processes for query-parallel stages, and stages run at once when they do not depend on
+        each other (default: the config's ``jobs``).
     dry_run : bool
         Only say which stages would run.
     force : bool
         Run every stage even when up to date.
+
+    Unless ``dry_run``, the stages run holding the root's lock (:func:`root_lock`), after removing
+    the temporary files a killed run left in the experiment's folders.
     """
+    log = log or sys.stderr
+    if config.root.exists() and not config.root.is_dir():
+        raise ClirplugError(f"root: {config.root} is a file, not a folder")
+    if dry_run:
+        return _run_stages(config, jobs, dry_run, force, progress, log)
+    with root_lock(config.root):
+        removed = sum(remove_temporaries(folder) for folder in (config.run_dir, config.model_dir, config.root / "indexes"))
+        if removed:
+            print(f"removed {removed} temporary files left by an interrupted run", file=log)
+        try:
+            return _run_stages(config, jobs, dry_run, force, progress, log)
+        except KeyboardInterrupt as interrupt:
+            interrupt.add_note("finished stages are kept; the same command resumes with the others")
+            raise
+
+
+def _run_stages(config, jobs, dry_run, force, progress, log) -> list[Outcome]:
+    """The body of :func:`run_experiment`."""
     from clirplug.experiment.report import add_report_stage
 
-    log = log or sys.stderr
     jobs = jobs or config.jobs
     if jobs < 1:
         raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
     plan = build_plan(config)
     add_report_stage(plan)
-    ctx = Context(config, jobs, progress)
-    ctx.plan_stages = plan.stages
-    keys, outcomes = {}, []
+    keys, outcomes, todo = {}, {}, []
     stages = ordered(plan.stages)
-    for number, stage in enumerate(stages, 1):
+    numbers = {stage.name: number for number, stage in enumerate(stages, 1)}
+    for stage in stages:
         key, described = stage_key(stage, keys)
         keys[stage.name] = key
+        number = f"[{numbers[stage.name]}/{len(stages)}] {stage.name}"
         if not force and is_current(config, stage, key):
-            outcomes.append(Outcome(stage, key, "up to date"))
-            print(f"[{number}/{len(stages)}] {stage.name}: up to date", file=log)
-            continue
-        if dry_run:
-            outcomes.append(Outcome(stage, key, "would run"))
-            print(f"[{number}/{len(stages)}] {stage.name}: would run", file=log)
-            continue
-        print(f"[{number}/{len(stages)}] {stage.name}: running", file=log, flush=True)
-        seconds = execute(stage, key, described, ctx)
-        outcomes.append(Outcome(stage, key, "ran", seconds))
-        print(f"[{number}/{len(stages)}] {stage.name}: done in {seconds:.1f} s", file=log, flush=True)
-    ctx.forget("")
-    return outcomes
+            outcomes[stage.name] = Outcome(stage, key, "up to date")
+            print(f"{number}: up to date", file=log)
+        elif dry_run:
+            outcomes[stage.name] = Outcome(stage, key, "would run")
+            print(f"{number}: would run", file=log)
+        else:
+            todo.append((stage, key, described))
+    if todo:
+        run = _run_in_workers if jobs > 1 and len(todo) > 1 else _run_here
+        for stage, key, seconds in run(config, jobs, progress, plan.stages, todo, numbers, log):
+            outcomes[stage.name] = Outcome(stage, key, "ran", seconds)
+    return [outcomes[stage.name] for stage in stages]
+
+
+def _announce(log, numbers, total, stage, what) -> None:
+    print(f"[{numbers[stage.name]}/{total}] {stage.name}: {what}", file=log, flush=True)
+
+
+def _run_here(config, jobs, progress, plan_stages, todo, numbers, log):
+    """The stages one after another in this process."""
+    ctx = Context(config, jobs, progress)
+    ctx.plan_stages = plan_stages
+    try:
+        for stage, key, described in todo:
+            _announce(log, numbers, len(plan_stages), stage, "running")
+            seconds = execute(stage, key, described, ctx)
+            _announce(log, numbers, len(plan_stages), stage, f"done in {seconds:.1f} s")
+            yield stage, key, seconds
+    finally:
+        ctx.forget("")
+
+
+def _run_in_workers(config, jobs, progress, plan_stages, todo, numbers, log):
+    """Up to ``jobs`` stages at once, each in a spawned worker process (never forked: a worker may run a
+    JVM), a stage as soon as all it depends on is done, in plan order among the ready ones. After a
+    failure no stage starts; those running finish, then the first error is raised."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    waiting = list(todo)
+    pending = {stage.name for stage, _, _ in todo}
+    running = {}
+    error = None
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                             initargs=(config, jobs, progress, plan_stages)) as pool:
+        while running or (waiting and error is None):
+            while error is None and len(running) < jobs:
+                ready = next((item for item in waiting if not pending.intersection(item[0].deps)), None)
+                if ready is None:
+                    break
+                waiting.remove(ready)
+                stage, key, described = ready
+                _announce(log, numbers, len(plan_stages), stage, "running")
+                running[pool.submit(_execute_in_worker, stage, key, described)] = ready
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                stage, key, _ = running.pop(future)
+                try:
+                    seconds = future.result()
+                except BaseException as failure:  # noqa: BLE001 - re-raised once the running stages are done
+                    error = error or failure
+                    continue
+                pending.discard(stage.name)
+                _announce(log, numbers, len(plan_stages), stage, f"done in {seconds:.1f} s")
+                yield stage, key, seconds
+    if error is not None:
+        raise error

@@ -762,12 +762,12 @@ def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
         from clirplug.mt.translator import Translator
 
         translator = Translator(s["model"], kind=s["output"], src_lang=s["lang"], cache=False)
-        translator.restrict([translator.tokenize(line) for line in source])
+        translator.restrict([tokens for line in source for tokens in translator.sentences(line, split=False)])
 
         def translate(line):
-            tokens = translator.tokenize(line)
-            best = translator.translate(tokens, 1) if tokens else []
-            return list(best[0].words) if best else []
+            # a line longer than MAX_SENTENCE_TOKENS is decoded in chunks, their 1-bests joined
+            bests = [translator.translate(tokens, 1) for tokens in translator.sentences(line, split=False)]
+            return [word for best in bests if best for word in best[0].words]
     hypotheses, seconds = [], []
     for line in source:
         start = time.perf_counter()

@@ -7,12 +7,15 @@ Pyserini's own start-up adds ``--add-modules=jdk.incubator.vector``, which the j
 runtime lacks; clirplug never adds it (Lucene runs without it).
 """
 
+import contextlib
 import functools
 import glob
 import importlib.util
 import os
 import re
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
@@ -100,3 +103,58 @@ def jcast(name: str, obj):
 def to_python_list(java_collection) -> list:
     """Convert a Java collection to a Python list in one JVM call (``toArray``)."""
     return list(java_collection.toArray())
+
+
+def java_exception() -> type:
+    """jnius' ``JavaException``, the Python exception a Java exception becomes (starts the JVM)."""
+    return _jnius().JavaException
+
+
+def java_error_text(error) -> str:
+    """``SimpleName: message`` of a ``JavaException``, for one-line error messages."""
+    return f"{error.classname.rpartition('.')[2]}: {error.innermessage}"
+
+
+def wait_for_java(call):
+    """Return ``call()`` (a long Java call), run in a daemon thread so that Ctrl-C interrupts the wait at once.
+
+    The interrupted wait raises ``KeyboardInterrupt`` with ``java_running = True``: Java goes on
+    writing until the process exits, so its files must not be removed then.
+    """
+    outcome, done = {}, threading.Event()
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - raised again in the waiting thread
+            outcome["error"] = error
+        finally:
+            _jnius().detach()
+            done.set()
+
+    try:
+        threading.Thread(target=target, name="java", daemon=True).start()
+        done.wait()
+    except KeyboardInterrupt as interrupt:
+        interrupt.java_running = not done.is_set()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@contextlib.contextmanager
+def java_output_to(path: Path):
+    """Send what the process writes to its stdout and stderr (Java's log and stack traces) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "wb") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        yield path
+    finally:
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)

@@ -1,40 +1,166 @@
 """Building Lucene indexes with Anserini's ``IndexCollection``."""
 
+import contextlib
+import fcntl
 import json
 import os
+import re
+import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from clirplug.atomic import atomic_path
+from clirplug.atomic import no_space_error
 from clirplug.corpus import read_corpus
-from clirplug.errors import ClirplugError
-from clirplug.lucene._jvm import jclass
+from clirplug.errors import ClirplugError, warn
+from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to, jclass, wait_for_java
 
 LANGUAGES = ("en", "de", "fr", "es")
 METADATA = "clirplug.json"
+# Anserini reads the staged corpus with Jackson, whose StreamReadConstraints refuse a string longer than
+# 20,000,000 Java (UTF-16) characters; such a document made Anserini drop every document of its file.
+MAX_DOCUMENT_CHARS = 20_000_000
+# Lucene's longest term (IndexWriter.MAX_TERM_LENGTH, UTF-8 bytes), which bounds the id Anserini indexes.
+MAX_ID_BYTES = 32766
+JAVA_BLANK = "".join(map(chr, range(33)))  # what Java's String.trim() removes: Anserini skips a document of only these
+NO_SPACE_TEXT = re.compile(r"No space left on device|Disk quota exceeded|File too large")
+JAVA_EXCEPTION = re.compile(r"[\w.$]+(Exception|Error): ")  # the first line of a Java stack trace
 
 
-def _stage_corpus(corpus, folder: Path, progress: bool) -> int:
-    """Write the validated corpus as Anserini JsonCollection lines (title folded into contents)."""
+def _work_folder(index: Path) -> Path:
+    """Where the build of ``index`` stages its corpus and Lucene writes: ``.NAME.building`` beside it."""
+    return index.parent / f".{index.name}.building"
+
+
+def _clear(work: Path) -> bool:
+    """Remove what a build puts in ``work``; True when something was there."""
+    parts = [work / name for name in ("corpus", "index", "lucene.log") if (work / name).exists()]
+    for part in parts:
+        shutil.rmtree(part) if part.is_dir() else part.unlink()
+    return bool(parts)
+
+
+@contextlib.contextmanager
+def _building(index: Path):
+    """Yield the locked work folder of ``index``; the leftovers of a killed build are removed first.
+
+    The folder is emptied and removed afterwards, except after Ctrl-C while Lucene was still writing
+    in it: the next build of the same index removes it then.
+    """
+    work = _work_folder(index)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ClirplugError(f"{index}: cannot create {work} ({error.strerror})") from error
+    lock = os.open(work, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ClirplugError(f"{index}: another process is building it ({work} is locked)") from None
+        if index.exists():  # built while we waited for the lock
+            raise ClirplugError(f"{index}: already exists; remove it or choose another --index")
+        if _clear(work):
+            warn(f"{work}: removed the files of an interrupted build")
+        java_running = False
+        try:
+            yield work
+        except KeyboardInterrupt as interrupt:
+            java_running = getattr(interrupt, "java_running", False)
+            interrupt.add_note(f"{index} was not built; " + (f"the next build removes Lucene's partial files in {work}"
+                                                             if java_running else "nothing of it is left"))
+            raise
+        finally:
+            if not java_running:
+                _clear(work)
+                with contextlib.suppress(OSError):
+                    work.rmdir()
+    finally:
+        os.close(lock)
+
+
+def _unindexable(doc) -> str | None:
+    """Why Anserini would not index ``doc`` (and, for a size, drop the rest of its batch); None when it would."""
+    text = doc.text
+    chars = len(text) if len(text) <= MAX_DOCUMENT_CHARS // 2 else len(text.encode("utf-16-le")) // 2
+    if chars > MAX_DOCUMENT_CHARS:
+        return f"has {chars:,} characters, more than Lucene's indexer reads ({MAX_DOCUMENT_CHARS:,})"
+    if len(doc.id.encode("utf-8")) > MAX_ID_BYTES:
+        return f"has an id of more than {MAX_ID_BYTES:,} bytes, Lucene's longest term"
+    if not text.strip(JAVA_BLANK):
+        return "has no text"
+    return None
+
+
+def _indexable_documents(corpus):
+    """The documents of ``corpus`` that Anserini indexes; any other is named in a warning and skipped."""
+    for doc in read_corpus(corpus):
+        reason = _unindexable(doc)
+        if reason is None:
+            yield doc
+        else:
+            shown = doc.id if len(doc.id) <= 40 else doc.id[:40] + "..."
+            warn(f"{corpus}: document {shown!r} {reason}; it is not indexed")
+
+
+def _stage_corpus(corpus, folder: Path, index: Path, progress: bool) -> int:
+    """Write the documents as Anserini JsonCollection lines (title folded into contents); return their number."""
     from tqdm import tqdm
 
+    folder.mkdir()
     count = 0
-    with open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
-        for doc in tqdm(read_corpus(corpus), desc="reading corpus", unit=" docs", disable=not progress, file=sys.stderr):
+    with no_space_error(index), open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
+        docs = tqdm(_indexable_documents(corpus), desc="reading corpus", unit=" docs", disable=not progress, file=sys.stderr)
+        for doc in docs:
             out.write(json.dumps({"id": doc.id, "contents": doc.text}, ensure_ascii=False) + "\n")
             count += 1
     if count == 0:
-        raise ClirplugError(f"{corpus}: the corpus holds no documents")
+        raise ClirplugError(f"{corpus}: the corpus holds no documents to index")
     return count
+
+
+def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, count: int) -> None:
+    """Index ``work/corpus`` into ``work/index`` with Anserini; a failure is one ClirplugError."""
+    args = jclass("io.anserini.index.IndexCollection$Args")()
+    args.collectionClass = "JsonCollection"
+    args.generatorClass = "DefaultLuceneDocumentGenerator"
+    args.input = str(work / "corpus")
+    args.index = str(work / "index")
+    args.threads = threads
+    args.language = language
+    args.storePositions = args.storeDocvectors = args.storeRaw = True
+    args.optimize = True
+    args.quiet = True
+    failure = ""
+    with java_output_to(work / "lucene.log") as log:  # Anserini's log and stack traces: read below
+        try:
+            indexer = jclass("io.anserini.index.IndexCollection")(args)
+            wait_for_java(indexer.run)
+        except java_exception() as error:
+            failure = java_error_text(error)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    if NO_SPACE_TEXT.search(f"{failure}\n{text}"):
+        raise ClirplugError(f"no space left writing {index}")
+    if failure:
+        raise ClirplugError(f"{corpus}: Lucene failed ({failure})")
+    lines = text.splitlines()
+    errors = [line for line in lines if JAVA_EXCEPTION.match(line)] + [line.partition(" - ")[2] for line in lines
+                                                                        if " ERROR " in line]
+    indexed = indexer.getCounters().indexed.get()
+    if errors or indexed != count:
+        cause = errors[0] if errors else "no message from Lucene"
+        raise ClirplugError(f"{corpus}: Lucene indexed {indexed} of {count} documents ({cause})")
 
 
 def build_index(corpus, index, language: str = "en", threads: int | None = None, progress: bool = True) -> dict:
     """Index ``corpus`` into the Lucene index folder ``index`` and return its statistics.
 
     Positions, document vectors and the raw text are stored; terms are analyzed with
-    Anserini's analyzer for ``language``. The index is built beside the target and
-    renamed into place only when complete, so a failed build leaves nothing behind.
+    Anserini's analyzer for ``language``. The corpus is staged and the index built in
+    ``.NAME.building`` beside the target (:func:`_work_folder`), and the index is renamed into
+    place only when complete, so a failed build leaves nothing behind, and a killed one
+    leaves that folder, which the next build of the same index removes. A document Anserini
+    would not index (empty, longer than :data:`MAX_DOCUMENT_CHARS`, an id longer than
+    :data:`MAX_ID_BYTES`) is named in a warning and skipped.
     """
     if language not in LANGUAGES:
         raise ClirplugError(f"--language {language!r}: choose one of {', '.join(LANGUAGES)}")
@@ -42,27 +168,19 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
     if index.exists():
         raise ClirplugError(f"{index}: already exists; remove it or choose another --index")
     threads = threads or min(4, os.cpu_count() or 1)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".corpus-", dir=index.parent) as staging, atomic_path(index) as building:
-        count = _stage_corpus(corpus, Path(staging), progress)
+    with _building(index) as work:
+        count = _stage_corpus(corpus, work / "corpus", index, progress)
         print(f"indexing {count} documents with Lucene ({language} analyzer, {threads} threads)", file=sys.stderr)
-        args = jclass("io.anserini.index.IndexCollection$Args")()
-        args.collectionClass = "JsonCollection"
-        args.generatorClass = "DefaultLuceneDocumentGenerator"
-        args.input = staging
-        args.index = str(building)
-        args.threads = threads
-        args.language = language
-        args.storePositions = args.storeDocvectors = args.storeRaw = True
-        args.optimize = True
-        args.quiet = True
-        indexer = jclass("io.anserini.index.IndexCollection")(args)
-        indexer.run()
-        indexed = indexer.getCounters().indexed.get()
-        if indexed != count:
-            raise ClirplugError(f"{corpus}: Lucene indexed {indexed} of {count} documents (see the log above)")
-        (building / METADATA).write_text(json.dumps({"language": language, "corpus": str(corpus)}, indent=1) + "\n")
-    return index_statistics(index)
+        _run_lucene(corpus, work, index, language, threads, count)
+        with no_space_error(index):
+            (work / "index" / METADATA).write_text(json.dumps({"language": language, "corpus": str(corpus)}, indent=1) + "\n")
+        stats = index_statistics(work / "index")
+        if stats["documents"] != count:
+            raise ClirplugError(f"{corpus}: the index holds {stats['documents']} of {count} documents")
+        if index.exists():  # made meanwhile by someone else
+            raise ClirplugError(f"{index}: already exists; refusing to replace it")
+        os.rename(work / "index", index)
+    return stats
 
 
 def index_metadata(index) -> dict:
@@ -81,10 +199,20 @@ def check_index(index) -> Path:
     return index
 
 
+def open_reader(index):
+    """A Lucene ``IndexReader`` of ``index``; a damaged index (a segment file missing or corrupt) is one ClirplugError."""
+    index = check_index(index)
+    try:
+        return jclass("io.anserini.index.IndexReaderUtils").getReader(str(index))
+    except java_exception() as error:
+        raise ClirplugError(f"{index}: cannot open the Lucene index ({java_error_text(error)}); "
+                            "rebuild it with `clirplug index`") from error
+
+
 def index_statistics(index) -> dict:
     """Collection statistics of an index: documents, unique and total terms, average length."""
     utils = jclass("io.anserini.index.IndexReaderUtils")
-    reader = utils.getReader(str(check_index(index)))
+    reader = open_reader(index)
     try:
         stats = utils.getIndexStats(reader)
         result = {key: int(stats.get(key)) for key in ("documents", "non_empty_documents", "unique_terms", "total_terms")}

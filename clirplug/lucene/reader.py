@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from clirplug.errors import ClirplugError
 from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_cached, load_docids, save_cached
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
-from clirplug.lucene.index import check_index, index_metadata
+from clirplug.lucene.index import check_index, index_metadata, open_reader
 
 FIELD = "contents"
 
@@ -71,7 +71,7 @@ class LuceneIndex:
         self.path = check_index(path)
         self.language = index_metadata(self.path)["language"]
         self._utils = jclass("io.anserini.index.IndexReaderUtils")
-        self._reader = self._utils.getReader(str(self.path))
+        self._reader = open_reader(self.path)
         searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
         stats = searcher.collectionStatistics(FIELD)
         if stats is None:

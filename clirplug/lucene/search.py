@@ -16,7 +16,7 @@ import numpy as np
 
 from clirplug.errors import ClirplugError
 from clirplug.lucene._jvm import jclass
-from clirplug.lucene.index import check_index, index_metadata
+from clirplug.lucene.index import check_index, index_metadata, open_reader
 from clirplug.lucene._cache import load_docids
 
 # Anserini's BM25 defaults (the values of its regression docs).
@@ -75,7 +75,7 @@ class Bm25Searcher:
         self.index = check_index(index)
         self.language = index_metadata(self.index)["language"]
         self.k1, self.b = k1, b
-        self._reader = jclass("io.anserini.index.IndexReaderUtils").getReader(str(self.index))
+        self._reader = open_reader(self.index)
         self._searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
         self._searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
         self._analyzer = analyzer_for(self.language)

@@ -9,8 +9,8 @@ the two documents' Viterbi derivations (summed over the query's sentences). Upda
 Adadelta (Zeiler 2012; ρ = 0.95, ε = 1e-6, applied every step, a zero gradient only decays the
 accumulators), over a fixed cyclic sequence of pairs (query by query, relevant document by
 relevant document; Bertsekas 2011), with iterative parameter mixing (McDonald et al. 2010):
-the queries are split into ``jobs`` shards trained in parallel processes from the same weights,
-and the weights are averaged after each epoch. Regularization is early stopping: the weights of
+the queries are split into ``shards`` shards trained from the same weights (in up to ``jobs``
+parallel processes, which do not change the result), and the weights are averaged after each epoch. Regularization is early stopping: the weights of
 the epoch with the best MAP on held-out train queries are kept (epoch 0, the starting weights,
 included). As in the paper, training starts from the SMT weights of the model and the grid-searched
 IR default ``v``, and the SMT weights stay frozen unless asked otherwise; the trained features
@@ -49,12 +49,14 @@ class TrainConfig:
     epsilon: float = 1e-6
     negatives: int = 5
     train_smt: bool = False
+    shards: int = 2
     jobs: int = 2
 
     def check(self) -> TrainConfig:
         """Raise ``ClirplugError`` naming the first out-of-range option."""
         rules = [("epochs", self.epochs >= 1), ("patience", self.patience >= 1), ("rho", 0 < self.rho < 1),
-                 ("epsilon", self.epsilon > 0), ("negatives", self.negatives >= 0), ("jobs", self.jobs >= 1)]
+                 ("epsilon", self.epsilon > 0), ("negatives", self.negatives >= 0), ("shards", self.shards >= 1),
+                 ("jobs", self.jobs >= 1)]
         for name, ok in rules:
             if not ok:
                 raise ClirplugError(f"BOW-FD training option {name} is out of range: {getattr(self, name)!r}")
@@ -234,9 +236,10 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
     config.check()
     theta = space.vector(start)
     mask = space.trainable(config.train_smt)
-    jobs = max(1, min(config.jobs, len(train_queries)))
-    shards = [train_queries[i::jobs] for i in range(jobs)]
-    optimizers = [Adadelta(len(theta), config.rho, config.epsilon) for _ in range(jobs)]
+    count = max(1, min(config.shards, len(train_queries)))
+    shards = [train_queries[i::count] for i in range(count)]
+    optimizers = [Adadelta(len(theta), config.rho, config.epsilon) for _ in range(count)]
+    jobs = min(config.jobs, count)
     best_map = mean_average_precision(held_out, theta, sentence_depth)
     history = [{"epoch": 0, "held_out_map": best_map}]
     best_theta, best_epoch = theta.copy(), 0
@@ -245,7 +248,7 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
     pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_set_shards, initargs=(shards,)) if jobs > 1 else None
     try:
         for epoch in range(1, config.epochs + 1):
-            work = [(i, theta, optimizers[i], mask, sentence_depth) for i in range(jobs)]
+            work = [(i, theta, optimizers[i], mask, sentence_depth) for i in range(count)]
             results = pool.map(_shard_epoch, work) if pool else [_shard_epoch(w) for w in work]
             theta = np.mean([r[0] for r in results], axis=0)  # iterative parameter mixing
             optimizers = [r[1] for r in results]
@@ -303,6 +306,7 @@ def choose_v(held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights, 
 
 
 def config_comment(config: TrainConfig, extra: dict) -> str:
-    """The header of a weights file: every option that made it."""
+    """The header of a weights file: every option that made it (not ``jobs``, which does not change them)."""
+    options = {k: v for k, v in asdict(config).items() if k != "jobs"}
     return "\n".join(["clirplug BOW-FD weights (Hieber & Riezler 2015), trained by `clirplug train bowfd`"] +
-                     [f"{k} = {v}" for k, v in {**asdict(config), **extra}.items()])
+                     [f"{k} = {v}" for k, v in {**options, **extra}.items()])

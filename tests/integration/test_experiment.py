@@ -150,6 +150,29 @@ def test_report_numbers_equal_clirplug_eval(demo, capsys):
     assert checked == len(config.measures) * len(scored) > 0
 
 
+def test_report_tests_each_fusion_against_its_inputs(demo):
+    """p_vs_inputs: the paired randomization test of the fusion's per-query values against each input's."""
+    from clirplug.eval.measures import ALL, evaluate
+    from clirplug.eval.significance import randomization_test
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    config, _ = demo
+    report = json.loads((config.run_dir / "report.json").read_text())
+    fused = [r for r in report["scores"] if r["method"] == "fusion"]
+    assert fused and all(r["p_vs_inputs"] and len(r["p_vs_inputs"]) == 2 for r in fused)
+    row = next(r for r in fused if r["run"] == "dt+psq" and r["measure"] == "MAP")
+    qrels = read_qrels(config.collection.qrels(row["split"]))
+    per_query = {}
+    for name in ("dt+psq", "dt", "psq"):
+        values = evaluate(qrels, {name: read_run(config.run_dir / f"{row['split']}.{row['field']}.{name}.trec")},
+                          ["MAP"], per_query=True)
+        per_query[name] = values[values["qid"] != ALL].sort_values("qid")["value"].to_numpy()
+    for other in ("dt", "psq"):
+        assert row["p_vs_inputs"][other] == pytest.approx(randomization_test(per_query["dt+psq"], per_query[other]))
+    assert "## Fusions against their inputs (MAP)" in (config.run_dir / "report.md").read_text()
+
+
 def test_second_invocation_skips_everything_and_keeps_the_bytes(demo):
     config, _ = demo
     before = _digests(config.run_dir)
@@ -177,6 +200,35 @@ runs:
   psq+floor: {{method: fusion, runs: [psq, floor]}}
   boost-1g: {{method: boost, order: 1, bags: 2, iterations: 50}}
 """
+
+
+PARALLEL = f"""
+collection: {{path: {MINIFR}, lang: fr, name: minifr}}
+splits: [dev]
+models: {{align: {{iterations: 3, model1_iterations: 3}}, lm: {{discount_fallback: true}}}}
+translations: {{outputs: []}}
+runs:
+  dt: {{kind: flat}}
+  psq: {{kind: flat, psq: "lambda=1:0:0,pL=0.01"}}
+  bowfd+ltr: {{method: bowfd, kind: flat, candidates: dt, ltr: true}}
+  dt+psq: {{method: fusion, runs: [dt, psq], fuser: [borda, rrf]}}
+"""
+
+
+def test_stages_run_in_parallel_write_the_same_files(tmp_path):
+    """--jobs 2 runs independent stages at once in worker processes (and BOW-FD's shards in two);
+    the run files and trained weights equal --jobs 1's byte for byte."""
+    path = _write(tmp_path, PARALLEL)
+    one = load_config(path, [f"root={tmp_path / 'one'}"])
+    two = load_config(path, [f"root={tmp_path / 'two'}"])
+    run_experiment(one, jobs=1, progress=False)
+    outcomes = run_experiment(two, jobs=2, progress=False)
+    assert {o.status for o in outcomes} == {"ran"}
+    assert _digests(two.run_dir) == _digests(one.run_dir) and len(_digests(one.run_dir)) >= 12
+    weights = sorted(p.name for p in one.model_dir.glob("bowfd.*.weights"))
+    assert weights and all((two.model_dir / name).read_bytes() == (one.model_dir / name).read_bytes()
+                           for name in weights)
+    assert {o.status for o in run_experiment(two, jobs=2, progress=False)} == {"up to date"}
 
 
 def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):

@@ -9,12 +9,15 @@ looks like a Lucene index, so no row starts the JVM.
 
 import gzip
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import GRAMMAR, OLD, RUN_A, TOPICS, check_refused, gz, put, run_cli, snapshot
 
 TOPIC_LINE = json.dumps(TOPICS[0]) + "\n"
+EXPERIMENT = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 
 
 def translate(source="topics.jsonl", *extra):
@@ -329,6 +332,13 @@ PATH_CASES = [
 ] + [
     ("fuse --curve in a missing folder", fuse("--tune-on", "{w}/qrels.txt", "--curve", "{w}/nowhere/curve"), {},
      r"--curve {w}/nowhere/curve\.tsv: folder {w}/nowhere does not exist"),
+    ("experiment --root naming a file", ["experiment", str(EXPERIMENT), "--root", "{w}/old.txt", "--quiet"], {},
+     r"root: {w}/old\.txt is a file, not a folder"),
+] + [
+    (f"translate --forest with topic id {tid}", translate("t.jsonl", "--forest", "{w}/forests"),
+     {"t.jsonl": lines({"id": tid, "title": "dateien"})},
+     rf"{{w}}/t\.jsonl: topic id '{re.escape(tid)}' cannot name a file in --forest {{w}}/forests")
+    for tid in ("../../x", "/abs/path", "..")
 ]
 
 CASES = {"topics": TOPIC_CASES, "qrels": QRELS_CASES, "runs": RUN_CASES, "grammars": GRAMMAR_CASES,

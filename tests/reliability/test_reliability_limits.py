@@ -69,6 +69,26 @@ def test_a_long_plain_text_line_is_translated_in_chunks(workspace, capsys):
     assert (workspace / "long.out").read_text().splitlines() == [" ".join(["files"] * 250), "copy"]
 
 
+def test_the_experiment_translation_output_decodes_a_long_line_in_chunks(workspace, monkeypatch):
+    """The mt-eval stage (BLEU of the bitext's first lines) cuts a 250-word line like ``translate`` does."""
+    from clirplug.experiment.stages import STAGE_KINDS, Stage
+    from clirplug.mt.translator import Translator
+
+    decoded = []
+    translate = Translator.translate
+    monkeypatch.setattr(Translator, "translate", lambda self, tokens, *a: decoded.append(len(tokens)) or
+                        translate(self, tokens, *a))
+
+    put(workspace, {"bitext.de": " ".join(["dateien"] * 250) + "\nkopieren\n", "bitext.en": "files\ncopy\n"})
+    stage = Stage("mt-eval.hiero.dev", "mt-eval", {"output": "hiero", "model": str(workspace / "model"), "lang": "de",
+                                                  "doc_lang": "en", "lines": 2},
+                  inputs=(workspace / "bitext.de", workspace / "bitext.en"), outputs=(workspace / "bitext.out",))
+    function, _ = STAGE_KINDS["mt-eval"]
+    metrics = function(stage, None)
+    assert metrics["sentences"] == 2 and max(decoded) <= MAX_SENTENCE_TOKENS and sum(decoded) == 251
+    assert (workspace / "bitext.out").read_text().splitlines() == [" ".join(["files"] * 250), "copy"]
+
+
 def test_atomic_writes_never_replace_a_folder(tmp_path, monkeypatch):
     folder = tmp_path / "results"
     folder.mkdir()

@@ -61,3 +61,35 @@ def test_candidates_of_another_collection_are_refused(indexed, capsys):
     put(indexed, {"cand.trec": "q1 Q0 other.1 1 3.0 c\nq2 Q0 other.2 1 3.0 c\n"})
     check_refused(BOWFD, indexed, capsys, r"BOW-FD: 2 of 2 candidate documents are not in the index \(first: "
                                           r"'other\.1' of topic 'q1'\): are the candidates from another collection\?")
+
+
+@pytest.mark.parametrize("big, warning", [
+    ({"id": "huge", "contents": "x" * 20_000_001},
+     r"document 'huge' has 20,000,001 characters, more than Lucene's indexer reads \(20,000,000\); it is not indexed"),
+    ({"id": "x" * 40_000, "contents": "a document with a long id"},
+     r"document 'x{40}\.\.\.' has an id of more than 32,766 bytes, Lucene's longest term; it is not indexed"),
+    ({"id": "blank", "title": " ", "contents": "\t\n"}, r"document 'blank' has no text; it is not indexed"),
+], ids=["a 20 MB document", "a 40,000-byte id", "an empty document"])
+def test_a_document_lucene_cannot_index_is_named_and_the_others_indexed(workspace, capsys, big, warning):
+    """The first two made Anserini drop every document of their batch (and print a Java stack trace);
+    the third failed the whole build at its end with no word on which document."""
+    from clirplug.lucene.reader import LuceneIndex
+
+    put(workspace, {"docs.jsonl": jsonl([DOCS[0], big, *DOCS[1:]])})
+    code, _, err = run_cli(["index", "--corpus", "{w}/docs.jsonl", "--index", "{w}/new", "--quiet"], workspace, capsys)
+    assert code == 0 and "Traceback" not in err, err
+    (line,) = [line for line in err.splitlines() if line.startswith("clirplug:")]
+    assert re.fullmatch(rf"clirplug: warning: {re.escape(str(workspace))}/docs\.jsonl: {warning}", line), line
+    index = LuceneIndex(workspace / "new", progress=False)
+    assert sorted(index.docids.tolist()) == sorted(doc["id"] for doc in DOCS)
+    index.close()
+    assert not list(workspace.glob(".new*"))
+
+
+@pytest.mark.parametrize("segment_file, named", [("_0.fdt", r"{w}/index/_0\.fdt"), ("_0.si", r"{w}/index/segments_1")])
+def test_a_missing_segment_file_is_one_line(indexed, capsys, segment_file, named):
+    (indexed / "index" / segment_file).unlink()
+    check_refused(["search", "--index", "{w}/index", "--topics", "{w}/topics.jsonl", "--output", "{w}/old.trec",
+                   "--quiet"], indexed, capsys,
+                  r"{w}/index: cannot open the Lucene index \(CorruptIndexException: .*" + named + r".*\); "
+                  r"rebuild it with `clirplug index`")
