@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYSERINI := pyserini==1.6.0
 
-.PHONY: install demo test test-fast clean
+.PHONY: install demo test clean
 
 install: $(BIN)/clirplug
 

@@ -39,10 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from clirplug.io.topics import read_topics
-from clirplug.mt.decoder import Decoder, load_lm
+from clirplug.mt.decoder import Decoder
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
 from clirplug.mt.grammar import SourcePhrases, read_grammar
 from clirplug.mt.lexicon import LexicalTable
+from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences
 from clirplug.mt.tune import corpus_bleu
 
@@ -97,7 +98,7 @@ def main():
         restriction.add([tokens for line in bleu_sentences for tokens in line])
 
     started = time.time()
-    lm = load_lm(args.model / "lm.arpa")
+    lm = LanguageModel(args.model / "lm.arpa")
     print(f"- LM (order {lm.order}) loaded in {time.time() - started:.0f} s", file=sys.stderr)
     decoders, notes = {}, []
     for kind in kinds:

@@ -194,19 +194,21 @@ class DenseSearcher:
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict | None = None):
-        """Search every ``qid -> text``; a run frame qid, docid, rank, score (seconds per query into ``latencies``)."""
-        import pandas as pd
+        """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; seconds per query
+        into ``latencies``)."""
         from tqdm import tqdm
 
-        rows = []
+        from clirplug.io.runs import run_frame
+
+        ranked = []
         for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr,
                               leave=False):
             start = time.perf_counter()
             found = self.search(text, hits)
             if latencies is not None:
                 latencies[qid] = time.perf_counter() - start
-            rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(found, 1))
-        return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+            ranked.append((qid, found))
+        return run_frame(ranked)
 
 
 def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True):

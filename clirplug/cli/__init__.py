@@ -26,6 +26,22 @@ COMMANDS = {
 }
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type=``: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type=``: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
+
+
 def add_commands(subparsers, commands):
     """Register each ``name -> module`` of ``commands`` as a subcommand."""
     for name, module_name in commands.items():

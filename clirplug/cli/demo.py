@@ -13,11 +13,11 @@ def run(args):
     from pathlib import Path
 
     from clirplug.data import demo_path
+    from clirplug.errors import ClirplugError
     from clirplug.eval.measures import evaluate
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics
-    from clirplug.errors import ClirplugError
     from clirplug.lucene.index import build_index, index_metadata
     from clirplug.lucene.search import Bm25Searcher
     from clirplug.monolingual import floor_and_ceiling_queries

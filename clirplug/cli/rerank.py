@@ -4,6 +4,7 @@ HELP = "rerank a candidate run with a learned model (boost), or score the whole 
 
 
 def add_arguments(parser):
+    from clirplug.bm25 import BOWFD_B, BOWFD_K1
     from clirplug.rerank import RERANKERS
 
     parser.add_argument("--method", required=True, choices=list(RERANKERS), help="reranker")
@@ -23,8 +24,8 @@ def add_arguments(parser):
     bowfd = parser.add_argument_group("BOW-FD (--method bowfd; Hieber & Riezler 2015)")
     bowfd.add_argument("--weights", metavar="FILE", help="weights from `clirplug train bowfd` (default: v on every term)")
     bowfd.add_argument("--v", type=float, default=None, help="IR default weight v (default: the weights file's, else 1.6)")
-    bowfd.add_argument("--k1", type=float, default=None, help="BM25 k1 of the IR features (default: 1.2, the paper's)")
-    bowfd.add_argument("--b", type=float, default=None, help="BM25 b of the IR features (default: 0.75, the paper's)")
+    bowfd.add_argument("--k1", type=float, default=None, help=f"BM25 k1 of the IR features (default: {BOWFD_K1}, the paper's)")
+    bowfd.add_argument("--b", type=float, default=None, help=f"BM25 b of the IR features (default: {BOWFD_B}, the paper's)")
     bowfd.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
     bowfd.add_argument("--sentence-depth", type=int, default=None,
                        help="top-k of each sentence ranking; others take its minimum (default: 1000)")

@@ -18,6 +18,8 @@ NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 
 
 def add_arguments(parser):
+    from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+
     parser.add_argument("--index", metavar="DIR",
                         help="Lucene index built by `clirplug index` (all methods but boost; dense caches its "
                              "document embeddings beside it, in DIR.dense/)")
@@ -26,8 +28,8 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, metavar="FILE", help="TREC run file to write")
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
-    parser.add_argument("--k1", type=float, default=0.9, help="BM25 k1 (default: Anserini's 0.9)")
-    parser.add_argument("--b", type=float, default=0.4, help="BM25 b (default: Anserini's 0.4)")
+    parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: Anserini's {ANSERINI_K1})")
+    parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
     parser.add_argument("--run-tag", default=None, help="run tag, the last column (default: the output file's stem)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     psq = parser.add_argument_group("PSQ (--method psq; see docs/psq.md)")
@@ -68,11 +70,11 @@ def run(args):
     from pathlib import Path
 
     from clirplug.atomic import check_output
+    from clirplug.bm25 import check_bm25
     from clirplug.errors import ClirplugError
     from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics, require_field
     from clirplug.lucene.index import check_index
-    from clirplug.lucene.search import check_bm25
 
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from clirplug.cli import non_negative_int, positive_int
 from clirplug.digest import file_digest
 from clirplug.errors import ClirplugError
 
@@ -29,18 +30,18 @@ def add_arguments(parser):
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--dictionary", type=Path,
                       help="TSV 'source<TAB>target' entries added to EM as extra sentence pairs")
-    data.add_argument("--dictionary-max", type=_positive_int, default=3, metavar="N",
+    data.add_argument("--dictionary-max", type=positive_int, default=3, metavar="N",
                       help="at most N entries per dictionary source term, in file order (default: 3)")
 
     prep = parser.add_argument_group("preprocessing")
     prep.add_argument("--compound-split", action=argparse.BooleanOptionalAction, default=None,
                       help="Koehn & Knight compound splitting of the source side (default: on for German)")
-    prep.add_argument("--compound-min-length", type=_positive_int, default=4,
+    prep.add_argument("--compound-min-length", type=positive_int, default=4,
                       help="shortest compound part, in letters (default: 4)")
 
     em = parser.add_argument_group("alignment (defaults: fast_align -d -o -v)")
-    em.add_argument("--model1-iterations", type=_non_negative_int, default=5)
-    em.add_argument("--iterations", type=_non_negative_int, default=5, help="fast_align IBM2 EM iterations")
+    em.add_argument("--model1-iterations", type=non_negative_int, default=5)
+    em.add_argument("--iterations", type=non_negative_int, default=5, help="fast_align IBM2 EM iterations")
     em.add_argument("--p0", type=float, default=0.08, help="NULL alignment probability")
     em.add_argument("--tension", type=float, default=4.0, help="initial diagonal tension lambda")
     em.add_argument("--optimize-tension", action=argparse.BooleanOptionalAction, default=True)
@@ -50,20 +51,6 @@ def add_arguments(parser):
     em.add_argument("--lex-min-prob", type=float, default=1e-4,
                     help="lexical table entries below this probability are not written (default: 1e-4)")
     parser.add_argument("--force", action="store_true", help="rerun every stage even when up to date")
-
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def _non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
-    return value
 
 
 class Stages:

@@ -4,6 +4,8 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 
 
 def add_arguments(parser):
+    from clirplug.bm25 import BOWFD_B, BOWFD_K1
+
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
                         help="translation model folder (see docs/models.md); several, one per --topics file, to "
                              "translate each file's topics by its own model (cross-fitting)")
@@ -36,8 +38,8 @@ def add_arguments(parser):
                         help="shards of the training topics for iterative parameter mixing (default: 2)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="worker processes training the shards; the weights do not depend on it (default: 2)")
-    parser.add_argument("--k1", type=float, default=None, help="BM25 k1 of the IR features (default: 1.2)")
-    parser.add_argument("--b", type=float, default=None, help="BM25 b of the IR features (default: 0.75)")
+    parser.add_argument("--k1", type=float, default=None, help=f"BM25 k1 of the IR features (default: {BOWFD_K1})")
+    parser.add_argument("--b", type=float, default=None, help=f"BM25 b of the IR features (default: {BOWFD_B})")
     parser.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -48,6 +50,7 @@ def run(args):
     import numpy as np
     from tqdm import tqdm
 
+    from clirplug.bm25 import BOWFD_B, BOWFD_K1
     from clirplug.errors import ClirplugError
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run, sort_run
@@ -55,8 +58,7 @@ def run(args):
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
     from clirplug.rerank.bowfd import (
-        DEFAULT_B,
-        DEFAULT_K1,
+        DEFAULT_V,
         BowFD,
         BowfdConfig,
         BowfdWeights,
@@ -82,9 +84,9 @@ def run(args):
         raise ClirplugError(f"--model names {len(args.model)} folders but --topics {len(args.topics)} files: "
                             "give one model, or one per topics file")
     translators = [Translator(model, kind=args.kind) for model in args.model]
-    start = BowfdWeights(smt=dict(translators[0].weights), v=args.v if args.v is not None else 1.6, lex_enabled=args.lex)
-    scoring = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
-                          b=args.b if args.b is not None else DEFAULT_B, beam=args.beam, field=args.field).check()
+    start = BowfdWeights(smt=dict(translators[0].weights), v=args.v if args.v is not None else DEFAULT_V, lex_enabled=args.lex)
+    scoring = BowfdConfig(k1=args.k1 if args.k1 is not None else BOWFD_K1,
+                          b=args.b if args.b is not None else BOWFD_B, beam=args.beam, field=args.field).check()
     index = LuceneIndex(args.index, progress=not args.quiet)
     qrels = read_qrels(args.qrels)
     judged = {qid: dict(zip(group["docid"], group["relevance"].astype(int))) for qid, group in qrels.groupby("qid")}

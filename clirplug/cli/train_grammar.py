@@ -6,20 +6,13 @@ stages it records its inputs and settings in ``DIR/stages/grammar-<kind>.json`` 
 skipped when they have not changed.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
+from clirplug.cli import positive_int
 from clirplug.errors import ClirplugError
 
 HELP = "extract a flat phrase table or a hierarchical (Hiero) grammar from an aligned model folder"
-
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
 
 
 def add_arguments(parser):
@@ -30,17 +23,17 @@ def add_arguments(parser):
     data.add_argument("--src-lang", default="de", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     limits = parser.add_argument_group("extraction limits")
-    limits.add_argument("--max-phrase", type=_positive_int, default=5, help="flat: longest phrase, both sides (default: 5)")
-    limits.add_argument("--max-initial", type=_positive_int, default=10,
+    limits.add_argument("--max-phrase", type=positive_int, default=5, help="flat: longest phrase, both sides (default: 5)")
+    limits.add_argument("--max-initial", type=positive_int, default=10,
                         help="hiero: longest initial phrase, both sides (default: 10, Chiang 2007)")
-    limits.add_argument("--max-terminals", type=_positive_int, default=5,
+    limits.add_argument("--max-terminals", type=positive_int, default=5,
                         help="hiero: most source terminals per rule (default: 5)")
-    limits.add_argument("--max-symbols", type=_positive_int, default=5,
+    limits.add_argument("--max-symbols", type=positive_int, default=5,
                         help="hiero: most source terminals plus nonterminals per rule (default: 5, Chiang 2007)")
     limits.add_argument("--max-nonterminals", type=int, choices=[0, 1, 2], default=2,
                         help="hiero: most nonterminals per rule (default: 2)")
     pruning = parser.add_argument_group("pruning")
-    pruning.add_argument("--top-n", type=_positive_int, default=30,
+    pruning.add_argument("--top-n", type=positive_int, default=30,
                          help="keep the N targets of highest p(e|f) per source side (default: 30)")
     pruning.add_argument("--filter", type=Path, metavar="TEXT",
                          help="keep only rules usable on some line of this raw source-language text (e.g. the queries)")

@@ -4,6 +4,7 @@ HELP = "MIRA weights that rerank the decoder's n-best query translations by retr
 
 
 def add_arguments(parser):
+    from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
     from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NBEST
 
     parser.add_argument("--model", required=True, metavar="DIR", help="translation model folder (see docs/models.md)")
@@ -23,8 +24,8 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0, help="seed of the query orders and folds (default: 0)")
     parser.add_argument("--stopwords", metavar="FILE", help="target stopwords removed before search (as DT's --stopwords)")
     parser.add_argument("--hits", type=int, default=1000, help="search depth AP is computed over (default: 1000)")
-    parser.add_argument("--k1", type=float, default=0.9, help="BM25 k1 (default: 0.9)")
-    parser.add_argument("--b", type=float, default=0.4, help="BM25 b (default: 0.4)")
+    parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: {ANSERINI_K1})")
+    parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: {ANSERINI_B})")
     parser.add_argument("--searches", metavar="FILE",
                         help="keep the AP of every candidate query searched here (gzipped JSON) and reuse it when the "
                              "qrels, index and search settings match: retraining then runs no search (features are "
@@ -34,11 +35,12 @@ def add_arguments(parser):
 
 def run(args):
     from clirplug.atomic import check_output
+    from clirplug.bm25 import check_bm25
     from clirplug.errors import ClirplugError
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
     from clirplug.lucene.reader import LuceneIndex
-    from clirplug.lucene.search import Bm25Searcher, check_bm25
+    from clirplug.lucene.search import Bm25Searcher
     from clirplug.mt.translator import Translator
     from clirplug.rerank.mira import train
     from clirplug.stopwords import read_stopwords

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
 
 FIELDS = ("title", "desc")
@@ -34,7 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "fields": ["title", "desc"],
     "measures": ["MAP", "nDCG", "PRES@1000"],
     "hits": 1000,
-    "bm25": {"k1": 0.9, "b": 0.4},
+    "bm25": {"k1": ANSERINI_K1, "b": ANSERINI_B},
     "baseline": "dt",
     "jobs": 1,
     "models": {},

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
+from clirplug.io.runs import run_frame
 
 
 @dataclass
@@ -325,12 +326,6 @@ def write_run_with_sidecar(stage: Stage, frame, latencies: dict[str, float], tun
     return metrics
 
 
-def _run_frame(rows):
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
-
-
 def _bm25_searcher(ctx: Context, index: str, bm25: dict):
     from clirplug.lucene.search import Bm25Searcher
 
@@ -343,14 +338,13 @@ def _timed_bm25(ctx: Context, stage: Stage, queries: dict[str, str], extra: dict
 
     s = stage.settings
     searcher = _bm25_searcher(ctx, s["index"], s["bm25"])
-    rows, latencies = [], {}
+    ranked, latencies = [], {}
     for qid, text in tqdm(queries.items(), desc=stage.name, unit=" queries", disable=not ctx.progress,
                           file=sys.stderr, leave=False):
         start = time.perf_counter()
-        hits = searcher.search(text, s["hits"])
+        ranked.append((qid, searcher.search(text, s["hits"])))
         latencies[qid] = time.perf_counter() - start + (extra or {}).get(qid, 0.0)
-        rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(hits, 1))
-    return _run_frame(rows), latencies
+    return run_frame(ranked), latencies
 
 
 # ----------------------------------------------------------------------------- stage kinds
@@ -360,9 +354,7 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
     """Lucene index of the collection (:func:`clirplug.lucene.index.build_index`)."""
     import shutil
 
-    from clirplug.lucene.index import build_index
-
-    from clirplug.lucene.index import METADATA
+    from clirplug.lucene.index import METADATA, build_index
 
     out = stage.outputs[0]
     ctx.forget(str(out))
@@ -624,15 +616,14 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     builder, tokenize = builders(settings, stage.run["field"])
     source = builders.source(stage.run["field"])
     scorer = _psq_scorer(ctx, s)
-    rows, latencies = [], {}
+    ranked, latencies = [], {}
     for topic in tqdm(topics, desc=stage.name, unit=" queries", disable=not ctx.progress,
                       file=sys.stderr, leave=False):
         start = time.perf_counter()
         dists = psq_queries(source, [topic], builder, tokenize)[topic.id]
-        hits = scorer.search(dists, s["hits"])
+        ranked.append((topic.id, scorer.search(dists, s["hits"])))
         latencies[topic.id] = time.perf_counter() - start
-        rows.extend((topic.id, docid, rank, score) for rank, (docid, score) in enumerate(hits, 1))
-    return write_run_with_sidecar(stage, _run_frame(rows), latencies, tuned={"psq": spec} if s["tuned"] else None)
+    return write_run_with_sidecar(stage, run_frame(ranked), latencies, tuned={"psq": spec} if s["tuned"] else None)
 
 
 def _train_command(stage: Stage, ctx: Context, module: str) -> None:
@@ -679,7 +670,7 @@ def boost_stage(stage: Stage, ctx: Context) -> dict:
         parts.append(part)
     import pandas as pd
 
-    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
     return write_run_with_sidecar(stage, frame, latencies, tuned={"beta": float(model.beta)})
 
 
@@ -734,7 +725,7 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
         start = time.perf_counter()
         parts.append(fuse(method, [g.get(qid, empty) for g in groups], weights=[kappa, 1 - kappa], depth=stage.settings["hits"]))
         latencies[qid] = time.perf_counter() - start
-    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
     return write_run_with_sidecar(stage, frame, latencies, tuned={"kappa": kappa, "method": method,
                                                                   "tuned_on": tuned["split"]})
 
@@ -846,7 +837,7 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
         start = time.perf_counter()
         parts.append(model.rerank([topic], groups[topic.id], s["depth"]))
         latencies[topic.id] = time.perf_counter() - start
-    frame = pd.concat(parts, ignore_index=True) if parts else _run_frame([])
+    frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
     return write_run_with_sidecar(stage, frame, latencies,
                                   tuned={"v": weights.v, "ir_weights": len(weights.ir), "lex_weights": len(weights.lex),
                                          "weights_file": str(weights_path)})
@@ -1305,8 +1296,6 @@ def _dense_searcher(ctx: Context, folder):
 def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     """``words`` of a dense run: the tune split's queries searched in each grid value's vectors, the best kept
     (the first on ties); every value's measure goes in the output."""
-    import pandas as pd
-
     from clirplug.atomic import atomic_open
     from clirplug.dense import embed_queries, load_model
     from clirplug.eval.measures import evaluate
@@ -1321,9 +1310,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     values = {}
     for words, folder in zip(s["grid"], stage.inputs_from):
         searcher = _dense_searcher(ctx, folder)
-        run = pd.DataFrame([(qid, docid, rank, score) for qid, vector in zip(qids, vectors)
-                            for rank, (docid, score) in enumerate(searcher.search_vector(vector, s["hits"]), 1)],
-                           columns=["qid", "docid", "rank", "score"])
+        run = run_frame((qid, searcher.search_vector(vector, s["hits"])) for qid, vector in zip(qids, vectors))
         values[words] = float(evaluate(read_qrels(qrels), {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {values[words]:.4f}", file=sys.stderr, flush=True)

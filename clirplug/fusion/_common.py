@@ -1,6 +1,7 @@
 """Helpers shared by the fusion methods: weights, top-K cut, summing contributions."""
 
 from clirplug.errors import ClirplugError
+from clirplug.io.runs import RUN_COLUMNS, SCORED_COLUMNS, sort_run
 
 
 def check_weights(weights, count, default):
@@ -36,10 +37,8 @@ def check_depth(depth):
 
 def top(run, depth):
     """The top ``depth`` documents of each query of ``run``, ranked by ``sort_run`` (score descending)."""
-    from clirplug.io.runs import sort_run
-
     frame = sort_run(run)
-    return frame[frame["rank"] <= depth][["qid", "docid", "rank", "score"]].reset_index(drop=True)
+    return frame[frame["rank"] <= depth][RUN_COLUMNS].reset_index(drop=True)
 
 
 def combine(parts, depth, by_hits=False):
@@ -54,7 +53,7 @@ def combine(parts, depth, by_hits=False):
     fused = frame.groupby(["qid", "docid"], sort=False, as_index=False).agg(score=("score", "sum"), hits=("score", "size"))
     if by_hits:
         fused["score"] = fused["score"] * fused["hits"]
-    return top(fused[["qid", "docid", "score"]], depth)[["qid", "docid", "score"]]
+    return top(fused[SCORED_COLUMNS], depth)[SCORED_COLUMNS]
 
 
 def weighted(parts, weights):

@@ -1,6 +1,7 @@
 """Weighted Borda count (Sokolov et al. 2013, Section 4; Aslam & Montague 2001)."""
 
 from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
+from clirplug.io.runs import SCORED_COLUMNS
 
 
 def normalize(run, depth=1000):
@@ -22,7 +23,7 @@ def normalize(run, depth=1000):
     scores = frame["score"] + shift
     totals = scores.groupby(frame["qid"], sort=False).transform("sum")
     frame["score"] = (scores / totals.where(totals > 0)).fillna(0.0)
-    return frame[["qid", "docid", "score"]]
+    return frame[SCORED_COLUMNS]
 
 
 def fuse(runs, weights=None, depth=1000):

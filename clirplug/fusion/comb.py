@@ -1,6 +1,7 @@
 """CombSUM and CombMNZ (Fox & Shaw, TREC-2 1994) over min-max normalized scores (Lee, SIGIR 1997)."""
 
 from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
+from clirplug.io.runs import SCORED_COLUMNS
 
 
 def min_max(run, depth=1000):
@@ -13,7 +14,7 @@ def min_max(run, depth=1000):
     low, high = grouped.transform("min"), grouped.transform("max")
     span = high - low
     frame["score"] = ((frame["score"] - low) / span.where(span > 0)).fillna(1.0)
-    return frame[["qid", "docid", "score"]]
+    return frame[SCORED_COLUMNS]
 
 
 def _fuse(runs, weights, depth, by_hits):

@@ -1,6 +1,7 @@
 """Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009)."""
 
 from clirplug.fusion._common import check_depth, check_weights, combine, top, weighted
+from clirplug.io.runs import SCORED_COLUMNS
 
 # k = 60: the constant of Cormack et al. (2009), also Pyserini's and ranx's default.
 RRF_K = 60
@@ -37,5 +38,5 @@ def parts(runs, depth=1000, k=RRF_K):
     for run in runs:
         part = top(run, depth)
         part["score"] = 1.0 / (k + part["rank"].astype("float64"))
-        out.append(part[["qid", "docid", "score"]])
+        out.append(part[SCORED_COLUMNS])
     return out

@@ -13,7 +13,10 @@ from pathlib import Path
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
 
+# The columns of a run frame, and those a run needs when its ranks are (re)computed from the
+# scores (sort_run, write_run, the fusion methods).
 RUN_COLUMNS = ["qid", "docid", "rank", "score"]
+SCORED_COLUMNS = ["qid", "docid", "score"]
 
 
 def read_run(path):
@@ -69,10 +72,19 @@ def read_run(path):
                 f"{where(path, lineno)}: document {docid!r} listed twice for query {qid!r} (first at line {seen[key]})"
             )
         seen[key] = lineno
-        for name, item in zip(("qid", "docid", "rank", "score", "tag"), (qid, docid, rank, value, tag)):
+        for name, item in zip(columns, (qid, docid, rank, value, tag)):
             columns[name].append(item)
     dtypes = {"qid": str, "docid": str, "rank": "int64", "score": "float64", "tag": str}
     return pd.DataFrame({name: pd.Series(values, dtype=dtypes[name]) for name, values in columns.items()})
+
+
+def run_frame(ranked):
+    """A run frame (:data:`RUN_COLUMNS`) of ranked lists: ``(qid, [(docid, score), ...])`` pairs, each list
+    best first; ranks count from 1 within each list."""
+    import pandas as pd
+
+    rows = [(qid, docid, rank, score) for qid, hits in ranked for rank, (docid, score) in enumerate(hits, 1)]
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 def _as_frame(run):
@@ -81,9 +93,9 @@ def _as_frame(run):
 
     if isinstance(run, dict):
         rows = [(str(qid), str(docid), score) for qid, docs in run.items() for docid, score in docs.items()]
-        return pd.DataFrame(rows, columns=["qid", "docid", "score"])
+        return pd.DataFrame(rows, columns=SCORED_COLUMNS)
     if isinstance(run, pd.DataFrame):
-        missing = [name for name in ("qid", "docid", "score") if name not in run.columns]
+        missing = [name for name in SCORED_COLUMNS if name not in run.columns]
         if missing:
             raise ClirplugError(f"run frame lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, run.columns))}")
         return run.copy()

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
+from clirplug import bm25
 from clirplug.errors import ClirplugError
 from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_cached, load_docids, save_cached
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
@@ -187,24 +188,26 @@ class LuceneIndex:
         return {str(self.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
 
     def idf(self, df) -> np.ndarray:
-        """Lucene's BM25 idf, ``log(1 + (N - df + 0.5) / (df + 0.5))``."""
-        df = np.asarray(df, dtype=np.float64)
-        return np.log1p((self.num_docs - df + 0.5) / (df + 0.5))
+        """Lucene's BM25 idf of document frequencies ``df`` in this index (:func:`clirplug.bm25.idf`)."""
+        return bm25.idf(df, self.num_docs)
+
+    def length_norms(self, k1: float, b: float, docs=None) -> np.ndarray:
+        """BM25's ``k1 (1 - b + b dl / avgdl)`` of the documents ``docs`` (internal numbers; all when omitted)."""
+        return bm25.length_norms(self.doc_lengths if docs is None else self.doc_lengths[docs], self.avg_doc_length,
+                                 k1, b)
 
     def bm25_tf(self, tf, k1: float, b: float, docs=None):
-        """Lucene's BM25 tf saturation ``tf / (tf + k1 (1 - b + b dl / avgdl))`` for a docs × terms tf array.
+        """BM25's saturated tf ``tf / (tf + k1 (1 - b + b dl / avgdl))`` (:func:`clirplug.bm25.score`) of a
+        docs × terms tf array.
 
         ``tf`` is dense or scipy.sparse with one row per document of ``docs``
         (internal numbers; all documents when omitted).
         """
-        lengths = self.doc_lengths if docs is None else self.doc_lengths[docs]
-        norm = k1 * (1 - b + b * lengths / self.avg_doc_length)
+        norms = self.length_norms(k1, b, docs)
         if sp.issparse(tf):
             tf = tf.tocoo()
-            values = tf.data / (tf.data + norm[tf.row])
-            return sp.csr_matrix((values, (tf.row, tf.col)), shape=tf.shape)
-        tf = np.asarray(tf, dtype=np.float64)
-        return tf / (tf + norm[:, None])
+            return sp.csr_matrix((bm25.score(tf.data, norms[tf.row]), (tf.row, tf.col)), shape=tf.shape)
+        return bm25.score(np.asarray(tf, dtype=np.float64), norms[:, None])
 
     @functools.lru_cache(maxsize=10_000)
     def phrase_postings(self, phrase: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, np.ndarray]:

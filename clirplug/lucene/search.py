@@ -8,34 +8,19 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
-import math
 import sys
 from collections.abc import Mapping
 
 import numpy as np
 
-from clirplug.errors import ClirplugError
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
+from clirplug.io.runs import run_frame
+from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import check_index, index_metadata, open_reader
-from clirplug.lucene._cache import load_docids
 
-# Anserini's BM25 defaults (the values of its regression docs).
-DEFAULT_K1 = 0.9
-DEFAULT_B = 0.4
 FIELD = "contents"
 ID_FIELD = "id"
-
-
-def check_bm25(k1: float, b: float) -> None:
-    """Raise ``ClirplugError`` unless ``k1`` is finite and at least 0 and ``b`` lies in [0, 1].
-
-    The one check of BM25's parameters, for every method that scores with them (bm25, dt,
-    dt-mira, psq, bowfd, mira training).
-    """
-    if not (math.isfinite(k1) and k1 >= 0):
-        raise ClirplugError(f"BM25 k1 must be a finite number >= 0, got {k1}")
-    if not 0 <= b <= 1:
-        raise ClirplugError(f"BM25 b must lie in [0, 1], got {b}")
 
 
 def analyzer_for(language: str):
@@ -70,7 +55,7 @@ def anserini_score_ties(scores) -> np.ndarray:
 class Bm25Searcher:
     """BM25 over one Lucene index with the analyzer the index was built with."""
 
-    def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+    def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
         check_bm25(k1, b)
         self.index = check_index(index)
         self.language = index_metadata(self.index)["language"]
@@ -103,20 +88,17 @@ class Bm25Searcher:
         return self.search_query(lucene_query, hits)
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True):
-        """Search every ``qid -> text`` of ``queries``; a run frame with columns qid, docid, rank, score."""
-        import pandas as pd
+        """Search every ``qid -> text`` of ``queries``; a run frame (:func:`clirplug.io.runs.run_frame`)."""
         from tqdm import tqdm
 
-        rows = []
-        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr):
-            rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(self.search(text, hits), 1))
-        return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+        return run_frame((qid, self.search(text, hits)) for qid, text in
+                         tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr))
 
     def close(self):
         self._reader.close()
 
 
-def bm25_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+def bm25_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
                 progress: bool = True):
     """BM25 run for ``queries`` (``qid -> text``) over ``index``: a frame qid, docid, rank, score."""
     searcher = Bm25Searcher(index, k1, b)

@@ -37,18 +37,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.features import (
-    DEFAULT_WEIGHTS,
-    GLUE,
-    LANGUAGE_MODEL,
-    PASS_THROUGH,
-    WORD_PENALTY,
-    model_features,
-    read_weights,
-)
-from clirplug.mt.grammar import Rule, is_nonterminal, nt_index, read_grammar
+from clirplug.mt.features import DEFAULT_WEIGHTS, GLUE, LANGUAGE_MODEL, PASS_THROUGH, WORD_PENALTY
+from clirplug.mt.grammar import Rule, is_nonterminal, nt_index
 from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
 from clirplug.mt.kbest import kbest, unique_kbest
+from clirplug.mt.lm import LanguageModel
 
 DEFAULT_POP_LIMIT = 200  # cdec's default cube pruning pop limit (-k 200)
 DEFAULT_MAX_SPAN = 10  # cdec's default maximum span of a rule with nonterminals
@@ -79,7 +72,7 @@ class _Compiled:
 
     __slots__ = ("features", "head", "links", "priority", "rest", "rule", "segments", "static", "template")
 
-    def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _LanguageModel):
+    def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _ChartLM):
         self.rule = rule
         template: list[str | int] = []
         segments: list = []
@@ -117,36 +110,31 @@ class _Hypothesis:
         self.estimate = estimate
 
 
-class _LanguageModel:
-    """kenlm scoring with Chiang's (2007, §5.3) split of a yield into pending and scored words.
+class _ChartLM:
+    """The LM in the chart: Chiang's (2007, §5.3) split of a yield into pending and scored words.
 
-    Word scores are memoised by ``(state, word)`` (kenlm states compare by value) for the
-    current sentence: cube pruning rescores the same boundary words in the same contexts many
-    times (about 30 calls per distinct pair on manclir-de titles).
+    Scores come from :class:`~clirplug.mt.lm.LanguageModel` (``lm``; ``None``: no LM). Word
+    scores are memoised by ``(state, word)`` (kenlm states compare by value) for the current
+    sentence: cube pruning rescores the same boundary words in the same contexts many times
+    (about 30 calls per distinct pair on manclir-de titles).
     """
 
-    def __init__(self, model):
-        import kenlm
-
-        self.model = model
-        self.new_state = kenlm.State
-        self.context = model.order - 1 if model is not None else 0
+    def __init__(self, lm: LanguageModel | None):
+        self.lm = lm
+        self.context = lm.order - 1 if lm is not None else 0
         self.memo: dict = {}
-        if model is not None:
-            self.null, self.bos = kenlm.State(), kenlm.State()
-            model.NullContextWrite(self.null)
-            model.BeginSentenceWrite(self.bos)
+        if lm is not None:
+            self.null, self.bos = lm.null_state(), lm.begin_state()
 
     def estimate(self, words: Sequence[str]) -> float:
         """Null-context log10 score of ``words`` (a search heuristic only)."""
-        if self.model is None or not words:
+        if self.lm is None or not words:
             return 0.0
-        return self.model.score(" ".join(words), bos=False, eos=False)
+        return self.lm.score(words, bos=False, eos=False)
 
     def _score(self, state, word):
         """``(log10 p(word | state), next state)``, memoised."""
-        out = self.new_state()
-        hit = self.memo[(state, word)] = (self.model.BaseScore(state, word, out), out)
+        hit = self.memo[(state, word)] = self.lm.advance(state, word)
         return hit
 
     def combine(self, rule: _Compiled, tails):
@@ -159,7 +147,7 @@ class _LanguageModel:
         words, estimate and state as they are, and a leading word tuple is scored once per
         rule: the results are equal, float for float, to the plain word by word loop.
         """
-        if self.model is None:
+        if self.lm is None:
             return 0.0, (), None, True, 0.0
         memo, context = self.memo, self.context
         first = rule.segments[0]
@@ -212,16 +200,15 @@ class _LanguageModel:
 
     def finish(self, hypothesis: _Hypothesis) -> float:
         """The LM increment of closing ``hypothesis`` with ``<s>`` and ``</s>``."""
-        if self.model is None:
+        if self.lm is None:
             return 0.0
         state, total = self.bos, 0.0
         for word in hypothesis.pending:
-            out = self.new_state()
-            total += self.model.BaseScore(state, word, out)
-            state = out
+            p, state = self.lm.advance(state, word)
+            total += p
         if hypothesis.full:
             state = hypothesis.state
-        return total + self.model.BaseScore(state, "</s>", self.new_state())
+        return total + self.lm.advance(state, "</s>")[0]
 
 
 class _TrieNode:
@@ -240,8 +227,9 @@ class Decoder:
     ----------
     rules : iterable of Rule
         A flat or hierarchical grammar (:mod:`clirplug.mt.grammar`); every rule is an ``X`` rule.
-    lm : kenlm.Model or path, optional
-        The target n-gram LM; without one the forest has no LM feature and no LM state.
+    lm : LanguageModel or path, optional
+        The target n-gram LM (:class:`clirplug.mt.lm.LanguageModel`, or the path of an ARPA or
+        kenlm binary file); without one the forest has no LM feature and no LM state.
     weights : mapping, optional
         Feature weights; missing ones take :data:`~clirplug.mt.features.DEFAULT_WEIGHTS`.
     pop_limit : int
@@ -256,9 +244,8 @@ class Decoder:
             raise ClirplugError(f"pop limit must be at least 1, got {pop_limit}")
         if max_span < 1:
             raise ClirplugError(f"max span must be at least 1, got {max_span}")
-        if isinstance(lm, (str, Path)):
-            lm = load_lm(lm)
-        self.lm = _LanguageModel(lm)
+        self.lm = LanguageModel(lm) if isinstance(lm, (str, Path)) else lm
+        self._lm = _ChartLM(self.lm)
         self.pop_limit, self.max_span = pop_limit, max_span
         self.rules_by_src: dict[tuple[str, ...], list[Rule]] = {}
         self.trie = _TrieNode()
@@ -289,38 +276,27 @@ class Decoder:
         self._compiled: dict[tuple[str, ...], list[_Compiled]] = {}
         self._tail_order: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._copies: dict[str, _Compiled] = {}
-        self._glue_top = [_Compiled(GLUE_TOP, self.weights, self.lm)]
-        self._glue_left = [_Compiled(GLUE_LEFT, self.weights, self.lm)]
+        self._glue_top = [_Compiled(GLUE_TOP, self.weights, self._lm)]
+        self._glue_left = [_Compiled(GLUE_LEFT, self.weights, self._lm)]
 
     def _pass_through(self, word: str) -> _Compiled:
         """The compiled rule ``X -> <word, word>`` that copies an unknown word."""
         compiled = self._copies.get(word)
         if compiled is None:
             rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
-            compiled = self._copies[word] = _Compiled(rule, self.weights, self.lm)
+            compiled = self._copies[word] = _Compiled(rule, self.weights, self._lm)
         return compiled
 
     def _rules_for(self, src):
         compiled = self._compiled.get(src)
         if compiled is None:
-            compiled = [_Compiled(rule, self.weights, self.lm) for rule in self.rules_by_src[src]]
+            compiled = [_Compiled(rule, self.weights, self._lm) for rule in self.rules_by_src[src]]
             compiled.sort(key=lambda c: -c.priority)
             self._compiled[src] = compiled
             nts = [nt_index(t) for t in src if is_nonterminal(t)]
             # tail k-1 is the span of the source nonterminal [X,k]
             self._tail_order[src] = tuple(nts.index(k) for k in range(1, len(nts) + 1))
         return compiled, self._tail_order[src]
-
-    @classmethod
-    def from_model(cls, model_dir, kind: str = "hiero", weights: Mapping[str, float] | None = None,
-                   **options) -> Decoder:
-        """The decoder of a model folder: ``grammar.<kind>.gz``, ``lm.arpa`` and, unless
-        ``weights`` are given, the tuned ``weights.<kind>`` when present (see ``docs/models.md``)."""
-        model_dir = Path(model_dir)
-        if weights is None:
-            tuned = model_dir / f"weights.{kind}"
-            weights = read_weights(tuned, model_features(model_dir / f"grammar.{kind}.gz")) if tuned.is_file() else {}
-        return cls(read_grammar(model_dir / f"grammar.{kind}.gz"), load_lm(model_dir / "lm.arpa"), weights, **options)
 
     # ------------------------------------------------------------------ parsing
 
@@ -349,7 +325,7 @@ class Decoder:
         tokens = list(tokens)
         n = len(tokens)
         builder = HypergraphBuilder()
-        self.lm.memo.clear()
+        self._lm.memo.clear()
         applications = self._applications(tokens)
         cells: dict[tuple[str, int, int], list[_Hypothesis]] = {}
         for length in range(1, n + 1):
@@ -376,14 +352,14 @@ class Decoder:
             cells[("S", 0, length)] = self._cube(("S", 0, length), glue, builder)
         goal = builder.add_node(("GOAL", 0, n))  # created last: the creation order is topological
         if n == 0:
-            builder.add_edge(goal, (), {}, extra=self._lm_extra(self.lm.finish(_Hypothesis(None, 0.0, (), None, False, 0.0))))
+            builder.add_edge(goal, (), {}, extra=self._lm_extra(self._lm.finish(_Hypothesis(None, 0.0, (), None, False, 0.0))))
         else:
             for hypothesis in cells[("S", 0, n)]:
-                builder.add_edge(goal, (hypothesis.node,), {}, (0,), extra=self._lm_extra(self.lm.finish(hypothesis)))
+                builder.add_edge(goal, (hypothesis.node,), {}, (0,), extra=self._lm_extra(self._lm.finish(hypothesis)))
         return builder.build(goal)
 
     def _lm_extra(self, increment: float) -> dict | None:
-        return {LANGUAGE_MODEL: increment} if self.lm.model is not None else None
+        return {LANGUAGE_MODEL: increment} if self.lm is not None else None
 
     def _cube(self, cell, groups, builder) -> list[_Hypothesis]:
         """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first.
@@ -394,7 +370,7 @@ class Decoder:
         Ties are broken by push order.
         """
         lm_weight = self.weights.get(LANGUAGE_MODEL, 0.0)
-        combine, has_lm = self.lm.combine, self.lm.model is not None
+        combine, has_lm = self._lm.combine, self.lm is not None
         heap: list = []
         seen: set = set()
         push_heap, pop_heap = heapq.heappush, heapq.heappop
@@ -476,21 +452,3 @@ def translations(forest: Hypergraph, derivations) -> list[Translation]:
         out.append(Translation(words, derivation.score, forest.derivation_features(derivation), links, rules))
     return out
 
-
-def load_lm(path):
-    """Load an ARPA or kenlm binary LM with kenlm.
-
-    Raises
-    ------
-    ClirplugError
-        When the file is missing or kenlm cannot read it.
-    """
-    import kenlm
-
-    path = Path(path)
-    if not path.is_file():
-        raise ClirplugError(f"{path}: no such language model file")
-    try:
-        return kenlm.Model(str(path))
-    except (OSError, RuntimeError) as error:
-        raise ClirplugError(f"{path}: kenlm cannot read the language model: {error}") from error

@@ -38,6 +38,7 @@ import numpy as np
 
 from clirplug.errors import ClirplugError
 from clirplug.mt.grammar import Rule, is_nonterminal
+from clirplug.mt.symmetrize import parse_pharaoh
 
 FEATURES = ("EgivenF", "FgivenE", "LexEgivenF", "LexFgivenE", "CountEF", "CountF")
 PAD, NT1, NT2 = 0, 1, 2  # symbols of encoded rule sides; word ids start at 3
@@ -64,20 +65,6 @@ def _read_lines(path: Path) -> list[str]:
         raise ClirplugError(f"{path}: not UTF-8 text ({error})") from None
 
 
-def parse_links(line: str, n_src: int, n_tgt: int, where: str) -> list[tuple[int, int]]:
-    """Parse one Pharaoh alignment line ``"0-0 1-2"`` and check it against the sentence lengths."""
-    links = []
-    for item in line.split():
-        i, dash, j = item.partition("-")
-        if not dash or not i.isdigit() or not j.isdigit():
-            raise ClirplugError(f"{where}: bad alignment link {item!r}: expected I-J")
-        link = (int(i), int(j))
-        if link[0] >= n_src or link[1] >= n_tgt:
-            raise ClirplugError(f"{where}: link {item!r} is outside the sentence pair ({n_src} source, {n_tgt} target tokens)")
-        links.append(link)
-    return sorted(set(links))
-
-
 def read_parallel(src_path, tgt_path, align_path) -> ParallelText:
     """Read tokenized source and target files (one sentence a line) and their alignment file.
 
@@ -97,7 +84,7 @@ def read_parallel(src_path, tgt_path, align_path) -> ParallelText:
             src, tgt, a = [], [], ""
         text.src.append(src)
         text.tgt.append(tgt)
-        text.links.append(parse_links(a, len(src), len(tgt), f"{paths[2]}:{lineno}"))
+        text.links.append(sorted(set(parse_pharaoh(a, f"{paths[2]}:{lineno}", (len(src), len(tgt))))))
     return text
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
+from clirplug.mt.symmetrize import parse_pharaoh
 
 NONTERMINAL = re.compile(r"^\[([^\],]+)(?:,(\d+))?\]$")  # "[X]", "[X,1]", "[S,2]"
 # The features and alignment fields of a rule line: NAME=VALUE or VALUE items (the common
@@ -103,19 +104,6 @@ def _parse_features(field: str, where: str) -> tuple[tuple[str, float], ...]:
     return tuple(features)
 
 
-def _parse_alignment(field: str, n_src: int, n_tgt: int, where: str) -> tuple[tuple[int, int], ...]:
-    links = []
-    for item in field.split():
-        i, dash, j = item.partition("-")
-        if not dash or not i.isdigit() or not j.isdigit():
-            raise ClirplugError(f"{where}: bad alignment link {item!r}: expected I-J")
-        link = (int(i), int(j))
-        if link[0] >= n_src or link[1] >= n_tgt:
-            raise ClirplugError(f"{where}: alignment link {item!r} is outside the rule ({n_src} source, {n_tgt} target tokens)")
-        links.append(link)
-    return tuple(links)
-
-
 def _check_nonterminals(src: tuple[str, ...], tgt: tuple[str, ...], where: str) -> None:
     src_links, tgt_links = [], []
     for side, links in ((src, src_links), (tgt, tgt_links)):
@@ -154,7 +142,7 @@ def parse_rule(line: str, where: str = "") -> Rule:
         raise ClirplugError(f"{where}: empty {'source' if not src else 'target'} side")
     _check_nonterminals(src, tgt, where)
     features = _parse_features(fields[2], where)
-    alignment = _parse_alignment(fields[3], len(src), len(tgt), where) if len(fields) > 3 else ()
+    alignment = tuple(parse_pharaoh(fields[3], where, (len(src), len(tgt)), "rule")) if len(fields) > 3 else ()
     return Rule(lhs, src, tgt, features, alignment)
 
 

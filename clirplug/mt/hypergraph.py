@@ -339,14 +339,6 @@ class Hypergraph:
                 accumulate.at(alpha, tails[:, slot], value)
         return alpha[:-1]
 
-    def edge_posteriors(self, edge_scores: np.ndarray) -> np.ndarray:
-        """``p(e ∈ d)`` under ``p(d) ∝ exp(score(d))``: ``α(head) + s_e + Σβ(tails) - β(goal)``."""
-        beta = self.inside(edge_scores, LOG)
-        alpha = self.outside(edge_scores, beta, LOG)
-        beta_pad = np.append(beta, 0.0)
-        marginal = alpha[self.heads] + edge_scores + beta_pad[self.tail_matrix].sum(axis=1)
-        return np.exp(marginal - beta[self.goal])
-
     def viterbi(self, weights: Mapping[str, float] | np.ndarray) -> Derivation:
         """The best derivation under the tropical semiring (max, +) and its score."""
         scores = self.edge_scores(weights)

@@ -26,7 +26,7 @@ last word`` and counted with ``np.unique``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,7 +249,9 @@ def write_arpa(model: NGramModel, path) -> None:
 
 
 class LanguageModel:
-    """A thin wrapper of ``kenlm.Model``: log10 scores of token sequences and incremental states.
+    """clirplug's one wrapper of ``kenlm.Model`` (an ARPA or kenlm binary file): log10 scores of
+    token sequences and incremental states, for the decoder (:mod:`clirplug.mt.decoder`) and
+    everything else that queries an n-gram LM.
 
     States are kenlm's own (hashable, comparable), as hypothesis recombination needs.
     """
@@ -273,11 +275,11 @@ class LanguageModel:
     def __contains__(self, word: str) -> bool:
         return word in self.model
 
-    def score(self, tokens: list[str], bos: bool = True, eos: bool = True) -> float:
+    def score(self, tokens: Sequence[str], bos: bool = True, eos: bool = True) -> float:
         """``log10 p(tokens)``, with ``<s>``/``</s>`` context when ``bos``/``eos``."""
         return self.model.score(" ".join(tokens), bos=bos, eos=eos)
 
-    def word_scores(self, tokens: list[str], bos: bool = True, eos: bool = True) -> list[float]:
+    def word_scores(self, tokens: Sequence[str], bos: bool = True, eos: bool = True) -> list[float]:
         """``log10 p(w_i | history)`` of each token (and of ``</s>`` when ``eos``)."""
         return [score for score, _, _ in self.model.full_scores(" ".join(tokens), bos=bos, eos=eos)]
 

@@ -9,7 +9,7 @@ numpy scalars or arrays, so the same code serves one weight vector or a batch of
 semiring     plus           times             zero   one    use
 ===========  =============  ================  =====  =====  =============================
 tropical     max            \\+               -inf   0      Viterbi (best derivation score)
-log          log-sum-exp    \\+               -inf   0      inside/outside, edge posteriors
+log          log-sum-exp    \\+               -inf   0      inside/outside sums over derivations
 real         \\+            ×                 0      1      derivation counts, brute checks
 ===========  =============  ================  =====  =====  =============================
 

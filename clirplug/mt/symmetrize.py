@@ -133,14 +133,22 @@ def format_pharaoh(links: Links) -> str:
     return " ".join(f"{s}-{t}" for s, t in links)
 
 
-def parse_pharaoh(line: str, where: str = "alignment") -> list[tuple[int, int]]:
-    """Parse one Pharaoh line ``"i-j i-j ..."``; ``where`` names the file and line in errors."""
+def parse_pharaoh(line: str, where: str = "alignment", lengths: tuple[int, int] | None = None,
+                  within: str = "sentence pair") -> list[tuple[int, int]]:
+    """Parse one Pharaoh line ``"i-j i-j ..."`` (source word ``i``, target word ``j``), links in
+    the order given; ``where`` names the file and line in errors. With ``lengths``, the source and
+    target token counts of the ``within`` (a sentence pair, a rule), a link outside it is an error.
+    The one reader of alignment links: alignment files, bitext alignments and grammar rules."""
     links = []
     for item in line.split():
         source, dash, target = item.partition("-")
         if not (dash and source.isdigit() and target.isdigit()):
-            raise ClirplugError(f"{where}: expected 'i-j' index pairs, got {item!r}")
-        links.append((int(source), int(target)))
+            raise ClirplugError(f"{where}: bad alignment link {item!r}: expected I-J")
+        link = (int(source), int(target))
+        if lengths is not None and (link[0] >= lengths[0] or link[1] >= lengths[1]):
+            raise ClirplugError(f"{where}: alignment link {item!r} is outside the {within} "
+                                f"({lengths[0]} source, {lengths[1]} target tokens)")
+        links.append(link)
     return links
 
 

@@ -20,18 +20,12 @@ from pathlib import Path
 from clirplug.atomic import atomic_open
 from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
-from clirplug.mt.decoder import (
-    DEFAULT_MAX_SPAN,
-    DEFAULT_POP_LIMIT,
-    Decoder,
-    Translation,
-    load_lm,
-    translations,
-)
+from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
 from clirplug.mt.grammar import SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
+from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
 
 KINDS = ("hiero", "flat")
@@ -106,7 +100,7 @@ class Translator:
         """The decoder, loaded on first use (with the rules the :meth:`restrict` sentences can use only)."""
         if self._decoder is None:
             rules = read_grammar(self.grammar_path, self._restriction)
-            self._decoder = Decoder(rules, load_lm(self.lm_path), self.weights, pop_limit=self.pop_limit,
+            self._decoder = Decoder(rules, LanguageModel(self.lm_path), self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
         return self._decoder
 

@@ -6,10 +6,11 @@ For a query ``F`` with one distribution ``p(e|f)`` per source token ``f``
     score(E|F) = Σ_f BM25(tf(f, E), df(f)),   tf(f, E) = Σ_e p(e|f) tf(e, E),   df(f) = Σ_e p(e|f) df(e),
 
 summed over the sentences of a multi-sentence query (Darwish & Oard 2003; Ture & Lin).
-BM25 is Lucene's (``BM25Similarity``): ``idf(df) · tf / (tf + k1 (1 - b + b dl/avgdl))``
-with the index's N, average length and decoded length norms, so that PSQ with the identity
-table ``p(t|t) = 1`` *is* Lucene's BM25 of the same analyzed query (a repeated source token
-counts once per occurrence, as Anserini's bag-of-words query boosts it by its count).
+BM25 is Lucene's (``BM25Similarity``, as :mod:`clirplug.bm25` computes it):
+``idf(df) · tf / (tf + k1 (1 - b + b dl/avgdl))`` with the index's N, average length and
+decoded length norms, so that PSQ with the identity table ``p(t|t) = 1`` *is* Lucene's BM25 of
+the same analyzed query (a repeated source token counts once per occurrence, as Anserini's
+bag-of-words query boosts it by its count).
 
 Targets are mapped to index terms by the index's own analyzer
 (:meth:`clirplug.lucene.reader.LuceneIndex.analyze_phrase`): a target that analyzes to no
@@ -32,9 +33,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from clirplug import bm25
 from clirplug.errors import ClirplugError
+from clirplug.io.runs import run_frame
 from clirplug.lucene.reader import LuceneIndex
-from clirplug.lucene.search import DEFAULT_B, DEFAULT_K1, check_bm25
 
 Expression = tuple[tuple[str, int], ...]  # ((index term, relative position), ...)
 
@@ -46,14 +48,15 @@ class PsqScorer:
     ----------
     index : LuceneIndex or path
     k1, b : float
-        BM25 parameters (Anserini's defaults 0.9 and 0.4; the papers used 1.2 and 0.75).
+        BM25 parameters (default: Anserini's, :data:`clirplug.bm25.ANSERINI_K1` and ``ANSERINI_B``;
+        the papers used 1.2 and 0.75).
     """
 
-    def __init__(self, index, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
-        check_bm25(k1, b)
+    def __init__(self, index, k1: float = bm25.ANSERINI_K1, b: float = bm25.ANSERINI_B):
+        bm25.check_bm25(k1, b)
         self.index = index if isinstance(index, LuceneIndex) else LuceneIndex(index)
         self.k1, self.b = k1, b
-        self._norm = k1 * (1 - b + b * self.index.doc_lengths / self.index.avg_doc_length)
+        self._norms = self.index.length_norms(k1, b)
         self._docid_rank = np.argsort(np.argsort(self.index.docids, kind="stable"), kind="stable")
         self._analyzed: dict[str, Expression] = {}
 
@@ -135,7 +138,7 @@ class PsqScorer:
         tf = (tf_e @ projection).tocoo()  # documents × sources: tf(f, E)
         df = projection.T @ df_e  # df(f)
         idf = self.index.idf(df)
-        values = counts[tf.col] * idf[tf.col] * tf.data / (tf.data + self._norm[tf.row])
+        values = bm25.score(tf.data, self._norms[tf.row], counts[tf.col] * idf[tf.col])
         docs, inverse = np.unique(tf.row, return_inverse=True)
         return docs, np.bincount(inverse, weights=values, minlength=len(docs))
 
@@ -209,14 +212,11 @@ def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, flo
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
                progress: bool = True):
-    """A run frame (qid, docid, rank, score) of PSQ for ``qid -> distributions``."""
-    import pandas as pd
+    """A run frame (:func:`clirplug.io.runs.run_frame`) of PSQ for ``qid -> distributions``."""
     from tqdm import tqdm
 
-    rows = []
-    for qid, dists in tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr):
-        rows.extend((qid, docid, rank, score) for rank, (docid, score) in enumerate(scorer.search(dists, hits), 1))
-    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+    return run_frame((qid, scorer.search(dists, hits)) for qid, dists in
+                     tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr))
 
 
 def psq_run(args, topics):

@@ -269,7 +269,10 @@ def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0, min_
     for name in ("P", "M"):
         bucket, row, count = runs[name]
         column = np.searchsorted(features, bucket)  # sorted queries: cache-friendly
-        keep = (column < len(features)) & (features[np.minimum(column, max(len(features) - 1, 0))] == bucket) if len(features) else np.zeros(len(bucket), bool)
+        if len(features):
+            keep = (column < len(features)) & (features[np.minimum(column, max(len(features) - 1, 0))] == bucket)
+        else:
+            keep = np.zeros(len(bucket), bool)
         column, row, count = column[keep], row[keep], count[keep]
         indptr = np.searchsorted(column, np.arange(len(features) + 1))
         by_column = sp.csc_matrix((count.astype(np.uint16), row.astype(np.int32), indptr), shape=(len(q), len(features)))

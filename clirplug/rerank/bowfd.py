@@ -11,21 +11,23 @@ fires ``k`` times and the IR features of a derivation sum to ``BM25(h, d) = Σ_{
 over its yield's terms with repetition (the paper's bag-of-words semantics). The term weight is
 ``bm25(t, d) = rsj(t) · tf / (k1 ((1 - b) + b dl / avdl) + tf)`` with the Robertson/Spärck Jones
 ``rsj(t) = log((N - df + 0.5) / (df + 0.5))`` (natural log; negative for ``df > N/2``, as
-written) and ``k1 = 1.2``, ``b = 0.75`` (footnote 2); ``dl`` and ``avdl`` are Lucene's own
-(decoded length norms, field average). The per-term weights ``w_t`` default to ``v`` (the IR
-default weight, ``w_ir = 1·v``; 1.6 in the paper for Wikipedia de-en); learning to rank
-(:mod:`clirplug.rerank.bowfd_train`) gives terms their own weights and may add the LEX sparse
-indicator features (one per aligned word pair, inserted target word and deleted source word of
-a rule). Scores are in the decoder's units (log10 model scores plus the IR part).
+written) and ``k1 = 1.2``, ``b = 0.75`` (footnote 2; :data:`clirplug.bm25.BOWFD_K1` and ``BOWFD_B``);
+``dl`` and ``avdl`` are Lucene's own (decoded length norms, field average). The per-term
+weights ``w_t`` default to ``v`` (the IR default weight, ``w_ir = 1·v``; 1.6 in the paper for
+Wikipedia de-en); learning to rank (:mod:`clirplug.rerank.bowfd_train`) gives terms their own
+weights and may add the LEX sparse indicator features (one per aligned word pair, inserted
+target word and deleted source word of a rule). Scores are in the decoder's units (log10 model
+scores plus the IR part).
 
 Inference (§3, "Implementation and Complexity Analysis"): one Viterbi pass per sentence over
 all candidates at once, on an edges × documents matrix built from the sparse term incidence of
 the edges and the documents' BM25 weights (scores only: :class:`ViterbiPlan`, float32; with the
-winning derivations: :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); documents that activate no IR feature keep the SMT Viterbi score without a pass
-(pre-filtering); an optional beam considers only the first ``beam`` incoming edges of a node in
-the decoder's (cube pruning, best first) order. Multi-sentence queries are a product of
-experts: each sentence ranks the candidates, a document outside a sentence's top ``k`` takes
-that ranking's minimum, and the sentence scores (logs of the experts) are summed.
+winning derivations: :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); documents that
+activate no IR feature keep the SMT Viterbi score without a pass (pre-filtering); an optional
+beam considers only the first ``beam`` incoming edges of a node in the decoder's (cube pruning,
+best first) order. Multi-sentence queries are a product of experts: each sentence ranks the
+candidates, a document outside a sentence's top ``k`` takes that ranking's minimum, and the
+sentence scores (logs of the experts) are summed.
 """
 
 from __future__ import annotations
@@ -38,15 +40,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from clirplug.atomic import atomic_open
-from clirplug.errors import ClirplugError, where, warn
-from clirplug.lucene.search import check_bm25
+from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
+from clirplug.errors import ClirplugError, warn, where
 from clirplug.mt.features import check_feature, weight_lines
 from clirplug.mt.grammar import is_nonterminal
 from clirplug.mt.hypergraph import Hypergraph
 
 DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
-DEFAULT_K1 = 1.2  # footnote 2
-DEFAULT_B = 0.75  # footnote 2
 DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
 MAX_CELLS = 1_000_000  # edges × documents per back-pointer pass (viterbi_batch): bounds memory
 MAX_SCORE_CELLS = 24_000_000  # edges × documents per scores-only pass (about 100 MB in float32)
@@ -315,7 +315,7 @@ def rsj(df, num_docs: int) -> np.ndarray:
     return np.log((num_docs - df + 0.5) / (df + 0.5))
 
 
-def bm25_matrix(index, terms: Sequence[str], docs: np.ndarray, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> np.ndarray:
+def bm25_matrix(index, terms: Sequence[str], docs: np.ndarray, k1: float = BOWFD_K1, b: float = BOWFD_B) -> np.ndarray:
     """``D × T`` matrix of ``bm25(t, d) = rsj(t) · tf / (k1 ((1 - b) + b dl / avdl) + tf)`` (§3).
 
     ``index`` is a :class:`clirplug.lucene.reader.LuceneIndex` (or any object with ``num_docs``,
@@ -453,8 +453,8 @@ def derivation_yield(forest: Hypergraph, pointers: np.ndarray) -> tuple[str, ...
 class BowfdConfig:
     """Every option of BOW-FD scoring besides the weights (defaults: the paper's)."""
 
-    k1: float = DEFAULT_K1
-    b: float = DEFAULT_B
+    k1: float = BOWFD_K1
+    b: float = BOWFD_B
     beam: int | None = None
     sentence_depth: int = DEFAULT_SENTENCE_DEPTH
     field: str = "title"
@@ -536,7 +536,7 @@ class BowFD:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import sort_run
+        from clirplug.io.runs import SCORED_COLUMNS, sort_run
         from clirplug.io.topics import topic_field
 
         field = field or self.config.field
@@ -567,7 +567,7 @@ class BowFD:
             if len(missing) == total:
                 raise ClirplugError(f"BOW-FD: {what}: are the candidates from another collection?")
             warn(f"BOW-FD: {what}; they are dropped")
-        frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+        frame = pd.DataFrame(rows, columns=SCORED_COLUMNS)
         return sort_run(frame)
 
     def explain(self, sentence: PreparedSentence, result: SentenceScores, docs: np.ndarray, d: int) -> dict:
@@ -620,8 +620,8 @@ def rerank_run(args, topics):
     for option in ("index", "candidates"):
         if not getattr(args, option, None):
             raise ClirplugError(f"--method bowfd needs --{option}")
-    config = BowfdConfig(k1=args.k1 if args.k1 is not None else DEFAULT_K1,
-                         b=args.b if args.b is not None else DEFAULT_B,
+    config = BowfdConfig(k1=args.k1 if args.k1 is not None else BOWFD_K1,
+                         b=args.b if args.b is not None else BOWFD_B,
                          beam=args.beam,
                          sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
                          field=args.field or "title").check()

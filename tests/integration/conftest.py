@@ -1,7 +1,9 @@
 """Fixtures that build small Lucene indexes (the JVM starts once per test session)."""
 
 import pytest
+
 from lucene_tiny import TINY_DOCS, write_jsonl
+
 
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory):

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from clirplug import bm25
 from clirplug.errors import ClirplugError
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import build_index, index_statistics
@@ -51,19 +52,37 @@ def test_length_norms_decode_lucene_lengths(tiny_index):
     assert LENGTH_TABLE[255] > 2**30
 
 
-def test_bm25_from_statistics_equals_lucene_scores(tiny_index):
+@pytest.mark.parametrize("k1, b", [(bm25.ANSERINI_K1, bm25.ANSERINI_B), (bm25.BOWFD_K1, bm25.BOWFD_B)])
+def test_bm25_from_statistics_equals_lucene_scores(tiny_index, k1, b):
+    """clirplug.bm25 over the index's statistics against Lucene's BM25Similarity: every (term, document)
+    as Lucene explains it (Lucene computes in float32), and a query's sum as Anserini ranks it."""
+    from clirplug.lucene._jvm import jcast
     from clirplug.lucene.search import Bm25Searcher
 
     index = LuceneIndex(tiny_index, progress=False)
-    searcher = Bm25Searcher(tiny_index, k1=0.9, b=0.4)
+    terms = index.terms.tolist()
+    ours = bm25.score(index.matrix.toarray().astype(np.float64), index.length_norms(k1, b)[:, None],
+                      index.idf(index.df(terms)))
+    lucene_searcher = jclass("org.apache.lucene.search.IndexSearcher")(index._reader)
+    lucene_searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+    lucene = np.zeros_like(ours)
+    for t, term in enumerate(terms):
+        query = jcast("org.apache.lucene.search.Query", jclass("org.apache.lucene.search.TermQuery")(
+            jclass("org.apache.lucene.index.Term")("contents", term)))
+        for d in range(index.num_docs):
+            explanation = lucene_searcher.explain(query, d)
+            lucene[d, t] = explanation.getValue().floatValue() if explanation.isMatch() else 0.0
+    np.testing.assert_allclose(ours, lucene, rtol=1e-6, atol=0)
+
+    searcher = Bm25Searcher(tiny_index, k1=k1, b=b)
     query = "files directory standard"
-    terms = index.analyze(query)
-    tf = index.tf_matrix(terms).toarray()
-    ours = (index.bm25_tf(tf, 0.9, 0.4) * index.idf(index.df(terms))).sum(axis=1)
-    lucene = dict(searcher.search(query, 10))
-    for doc, score in lucene.items():
-        assert ours[index.doc_index(doc)] == pytest.approx(score, abs=1e-4)
-    assert set(lucene) == {index.docids[i] for i in np.flatnonzero(ours > 0)}
+    columns = index.term_columns(index.analyze(query))
+    summed = ours[:, columns].sum(axis=1)
+    ranked = dict(searcher.search(query, 10))
+    for doc, score in ranked.items():
+        assert summed[index.doc_index(doc)] == pytest.approx(score, abs=1e-4)  # Anserini rounds to 1e-4
+    assert set(ranked) == {index.docids[i] for i in np.flatnonzero(summed > 0)}
+    searcher.close()
 
 
 def test_jsonl_gz_and_folders_are_read(tmp_path):

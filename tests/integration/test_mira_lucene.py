@@ -72,7 +72,9 @@ def test_instances_hold_bm25_ap_of_each_candidate(searcher):
     assert names == ["Copied", "LanguageModel", "QueryLength", "StopwordRatio"]
     assert len(raw) == 2 and stats["instances"] == 2
     # sentence 0 varies, sentence 1 stays at its 1-best "remove" (and the other way round)
-    ap = lambda text: average_precision([d == "cp.1" for d, _ in searcher.search(text)], 1)
+    def ap(text):
+        return average_precision([d == "cp.1" for d, _ in searcher.search(text)], 1)
+
     assert raw[0][2].tolist() == [ap("directory remove"), ap("folder remove")]
     assert raw[1][2].tolist() == [ap("directory remove"), ap("directory copy")]
     assert raw[1][2][1] > raw[1][2][0]  # "copy" finds cp.1

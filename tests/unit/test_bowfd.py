@@ -22,6 +22,16 @@ from clirplug.rerank.bowfd import (
     rsj,
     score_sentence,
 )
+from clirplug.rerank.bowfd_train import (
+    Adadelta,
+    FeatureSpace,
+    HeldOut,
+    TrainConfig,
+    TrainQuery,
+    train,
+    train_epoch,
+    training_documents,
+)
 
 WORDS = ["Files", "file", "the", "copy", "copies", "foo-bar", "dir", "move", "a"]
 STOP = {"the", "a"}
@@ -317,17 +327,6 @@ def test_weights_file_round_trip_and_errors(tmp_path):
 
 
 # ============================================================================ learning to rank
-
-from clirplug.rerank.bowfd_train import (
-    Adadelta,
-    FeatureSpace,
-    HeldOut,
-    TrainConfig,
-    TrainQuery,
-    train,
-    train_epoch,
-    training_documents,
-)
 
 
 def two_choice_forest():

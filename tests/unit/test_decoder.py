@@ -16,6 +16,7 @@ from clirplug.mt.features import (
 )
 from clirplug.mt.grammar import Rule, is_nonterminal, nt_index, parse_rule, read_grammar
 from clirplug.mt.kbest import kbest
+from clirplug.mt.lm import LanguageModel
 from clirplug.mt.semiring import REAL
 
 # A trigram LM written by hand (kenlm reads ARPA directly); log10 probabilities.
@@ -69,11 +70,9 @@ WEIGHTS = {**DEFAULT_WEIGHTS, LANGUAGE_MODEL: 0.8, WORD_PENALTY: -0.3, GLUE: 0.2
 
 @pytest.fixture(scope="module")
 def lm(tmp_path_factory):
-    import kenlm
-
     path = tmp_path_factory.mktemp("lm") / "tiny.arpa"
     path.write_text(ARPA)
-    return kenlm.Model(str(path))
+    return LanguageModel(path)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +126,7 @@ def brute_force(rules, tokens, lm, weights, max_span=10):
     result = []
     for words, feats in s(n):
         feats = dict(feats)
-        feats[LANGUAGE_MODEL] = lm.score(" ".join(words), bos=True, eos=True)
+        feats[LANGUAGE_MODEL] = lm.score(words, bos=True, eos=True)
         score = sum(weights.get(k, 0.0) * v for k, v in feats.items())
         result.append((score, tuple(words), feats))
     return sorted(result, key=lambda r: -r[0])
@@ -157,7 +156,7 @@ def test_exhaustive_decoding_equals_brute_force(rules, lm, tokens):
         assert t.words in brute[round(t.score, 5)]
     # every n-best entry rescored from scratch: features x weights, LM through kenlm
     for t in found:
-        assert math.isclose(t.features.get(LANGUAGE_MODEL, 0.0), lm.score(" ".join(t.words), bos=True, eos=True),
+        assert math.isclose(t.features.get(LANGUAGE_MODEL, 0.0), lm.score(t.words, bos=True, eos=True),
                             abs_tol=1e-4)
         assert math.isclose(sum(decoder.weights.get(f, 0) * v for f, v in t.features.items()), t.score, abs_tol=1e-6)
 
@@ -203,7 +202,7 @@ def test_pruned_forest_viterbi_rescored_from_scratch(rules, lm, pop_limit):
         words, _ = forest.derivation_yield(best)
         features = forest.derivation_features(best)
         grammar_part = sum(decoder.weights.get(f, 0) * v for f, v in features.items() if f != LANGUAGE_MODEL)
-        lm_part = decoder.weights[LANGUAGE_MODEL] * lm.score(" ".join(words), bos=True, eos=True)
+        lm_part = decoder.weights[LANGUAGE_MODEL] * lm.score(words, bos=True, eos=True)
         assert math.isclose(best.score, grammar_part + lm_part, abs_tol=1e-5)
         # pruning can only lose derivations, and never more pops than asked per cell
         assert best.score <= exhaustive.forest(tokens).viterbi(decoder.weights).score + 1e-9
@@ -221,7 +220,7 @@ def test_max_span_and_edge_cases(rules, lm):
     assert forest.inside(np.ones(forest.num_edges), REAL)[forest.goal] == len(every)
     assert len(every) < len(brute_force(rules, tokens, lm, short.weights, max_span=10))
     (empty,) = short.translate([])
-    assert empty.words == () and math.isclose(empty.features[LANGUAGE_MODEL], lm.score("", bos=True, eos=True))
+    assert empty.words == () and math.isclose(empty.features[LANGUAGE_MODEL], lm.score([], bos=True, eos=True))
     no_lm = Decoder(rules, None, WEIGHTS).translate(["x", "y"], nbest=3)
     assert all(LANGUAGE_MODEL not in t.features for t in no_lm)
     assert kbest(Decoder(rules, None, WEIGHTS).forest(["q"]), WEIGHTS, 5)[0].score == pytest.approx(

@@ -9,6 +9,7 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.mt.extract import ParallelText, extract_flat, extract_hiero, read_parallel
 from clirplug.mt.grammar import filter_for_sentence, format_rule, read_grammar, write_grammar
+
 import extract_reference as reference
 from extract_reference import hiero_choices, phrase_pairs, tight_phrase_pairs
 
@@ -301,7 +302,7 @@ def test_read_parallel_errors(tmp_path):
     with pytest.raises(ClirplugError, match="different line counts"):
         read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")
     (tmp_path / "a").write_text("0-0\n0-1\n")
-    with pytest.raises(ClirplugError, match=r"a:2: link '0-1' is outside"):
+    with pytest.raises(ClirplugError, match=r"a:2: alignment link '0-1' is outside the sentence pair"):
         read_parallel(tmp_path / "s", tmp_path / "t", tmp_path / "a")
     (tmp_path / "a").write_text("0-0\n0_0\n")
     with pytest.raises(ClirplugError, match=r"a:2: bad alignment link"):

@@ -91,16 +91,10 @@ def test_viterbi_inside_kbest_against_brute_force(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_edge_posteriors_and_outside_against_brute_force(seed):
+def test_outside_max_marginals_against_brute_force(seed):
     hg = random_forest(seed)
     scores = hg.edge_scores(WEIGHTS) * 0.5
     every = enumerate_derivations(hg, scores)
-    total = np.logaddexp.reduce([s for s, *_ in every])
-    expected = np.zeros(hg.num_edges)
-    for s, edges, _t in every:
-        for e in edges:
-            expected[e] += math.exp(s - total)  # expected count of e
-    np.testing.assert_allclose(hg.edge_posteriors(scores), expected, atol=1e-9)
     # tropical max-marginals: best derivation through each edge
     beta = hg.inside(scores, TROPICAL)
     alpha = hg.outside(scores, beta, TROPICAL)

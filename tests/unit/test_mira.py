@@ -108,7 +108,9 @@ def test_training_separates_a_separable_problem():
         instances.append(Instance(f"q{i}", feats, ap))
     start = np.array([0.0, 1.0, 0.0])
     learned = train_mira(instances, start, C=1.0, epochs=10, seed=0)
-    hits = lambda w: sum(choose(inst.features, w) == int(np.argmax(inst.ap)) for inst in instances)
+    def hits(w):
+        return sum(choose(inst.features, w) == int(np.argmax(inst.ap)) for inst in instances)
+
     assert hits(learned) >= 50 > hits(start)
     # deterministic given the seed
     np.testing.assert_array_equal(learned, train_mira(instances, start, C=1.0, epochs=10, seed=0))

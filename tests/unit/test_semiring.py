@@ -19,7 +19,9 @@ def test_semiring_laws(semiring):
     rng = np.random.default_rng(0)
     a, b, c = _values(semiring, rng)
     plus, times = semiring.plus, semiring.times
-    close = lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    def close(x, y):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
     close(plus(a, b), plus(b, a))
     close(times(a, b), times(b, a))
     close(plus(plus(a, b), c), plus(a, plus(b, c)))

@@ -1,0 +1,77 @@
+"""Rules of the code itself: ruff's checks (pyproject.toml, [tool.ruff]) and where the JVM may be touched.
+
+Only ``clirplug/lucene/`` talks to Java (STYLE.md, practice 5): it alone imports ``jnius``, and
+only it imports its JVM module ``clirplug.lucene._jvm``; the rest of the package uses the
+functions of ``clirplug.lucene`` and runs its tests without a JVM. (Integration tests and
+benchmarks may ask Lucene itself for reference values, so they are not held to this.)
+"""
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "clirplug"
+LUCENE = PACKAGE / "lucene"
+
+
+def test_ruff_finds_nothing():
+    ruff = pytest.importorskip("ruff")
+    result = subprocess.run([ruff.find_ruff_bin(), "check", "--no-cache", "clirplug", "tests"], cwd=REPO,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module the file imports, absolute (``from a import b`` counts ``a`` and ``a.b``)."""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _outside_lucene():
+    return [path for path in sorted(PACKAGE.rglob("*.py")) if LUCENE not in path.parents]
+
+
+def _importers(paths, wanted):
+    return [str(path.relative_to(REPO)) for path in paths
+            if any(name == wanted or name.startswith(wanted + ".") for name in imported_modules(path))]
+
+
+def test_only_clirplug_lucene_imports_jnius():
+    assert _importers(_outside_lucene(), "jnius") == []
+    assert _importers(sorted(LUCENE.rglob("*.py")), "jnius"), "the rule checks nothing: no module imports jnius"
+
+
+def test_only_clirplug_lucene_imports_its_jvm_module():
+    assert _importers(_outside_lucene(), "clirplug.lucene._jvm") == []
+
+
+def test_imports_are_resolved_as_python_resolves_them(tmp_path, monkeypatch):
+    """The import scanner itself: absolute, ``from``, relative and package-relative forms."""
+    package = tmp_path / "clirplug" / "sub"
+    package.mkdir(parents=True)
+    monkeypatch.setitem(globals(), "REPO", tmp_path)
+    module = package / "mod.py"
+    module.write_text("import jnius\nfrom ..lucene import _jvm\nfrom . import sibling\nfrom clirplug.lucene._jvm import jclass\n")
+    assert imported_modules(module) >= {"jnius", "clirplug.lucene", "clirplug.lucene._jvm", "clirplug.sub.sibling"}
+    init = package / "__init__.py"
+    init.write_text("from .mod import x\n")
+    assert "clirplug.sub.mod" in imported_modules(init)
