@@ -22,7 +22,8 @@ def add_arguments(parser):
     parser.add_argument("--v-grid", type=float, nargs="+", metavar="V",
                         default=[0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2],
                         help="v values tried on the held-out topics (default: 0.025 to 3.2; the paper's range is [0, 3], "
-                             "tuned decoder weights with small norms call for small v)")
+                             "tuned decoder weights with small norms call for small v; a best v at an edge is "
+                             "halved or doubled up to 4 times while it improves)")
     parser.add_argument("--no-ltr", action="store_true", help="stop after choosing v (BOW-FD without LTR)")
     parser.add_argument("--lex", action="store_true", help="add the LEX sparse alignment/insertion/deletion features")
     parser.add_argument("--train-smt", action="store_true", help="also train the SMT weights (the paper freezes them)")

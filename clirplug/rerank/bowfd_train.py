@@ -296,12 +296,27 @@ def training_documents(candidates: list[str], judged: dict[str, int], negatives:
     return docids, np.array([judged.get(d, 0) for d in docids], dtype=float)
 
 
+V_EXTENSIONS = 4  # at most this many halvings (or doublings) past an edge of the grid
+
+
 def choose_v(held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights, grid, sentence_depth: int) -> list:
-    """MAP of the held-out queries for each ``v`` of ``grid`` (IR weights all equal to ``v``)."""
-    table = []
-    for v in grid:
+    """MAP of the held-out queries for each ``v`` of ``grid`` (IR weights all equal to ``v``), in the order
+    evaluated. While the best ``v`` is the smallest (largest) evaluated, its half (double) is tried too, up
+    to :data:`V_EXTENSIONS` times, so that the choice is not cut off by the grid's edge."""
+    def measure(v):
         weights = BowfdWeights(smt=start.smt, v=float(v), lex=start.lex, lex_enabled=start.lex_enabled)
-        table.append((float(v), mean_average_precision(held_out, space.vector(weights), sentence_depth)))
+        return float(v), mean_average_precision(held_out, space.vector(weights), sentence_depth)
+
+    table = [measure(v) for v in grid]
+    for _ in range(V_EXTENSIONS):
+        best = max(table, key=lambda row: row[1])[0]  # the first best on ties
+        values = [v for v, _ in table]
+        if best == min(values) and len(values) > 1:
+            table.append(measure(best / 2))
+        elif best == max(values) and len(values) > 1:
+            table.append(measure(best * 2))
+        else:
+            break
     return table
 
 

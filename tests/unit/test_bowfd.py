@@ -440,3 +440,24 @@ def test_held_out_map_breaks_ties_by_docid_descending_like_trec_eval():
     theta = space.vector(BowfdWeights(smt={"f1": 1.0}))
     # trec_eval's order of the tie: c, b, a -> the relevant "a" at rank 3
     assert mean_average_precision([HeldOut(query, 1)], theta, 1000) == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("peak, grid, tried", [
+    (0.004, [0.025, 0.05, 0.1], [0.025, 0.05, 0.1, 0.0125, 0.00625, 0.003125, 0.0015625]),  # 4 halvings at most
+    (0.01, [0.025, 0.05, 0.1], [0.025, 0.05, 0.1, 0.0125, 0.00625]),  # stops once the best is inside
+    (0.05, [0.025, 0.05, 0.1], [0.025, 0.05, 0.1]),
+    (0.5, [0.025, 0.05, 0.1], [0.025, 0.05, 0.1, 0.2, 0.4, 0.8]),
+])
+def test_choose_v_extends_the_grid_past_an_edge_while_it_improves(monkeypatch, peak, grid, tried):
+    from clirplug.rerank import bowfd_train
+    from clirplug.rerank.bowfd import BowfdWeights
+
+    class Space:
+        def vector(self, weights):
+            return weights.v
+
+    # a held-out MAP that peaks at ``peak`` (on a log scale)
+    monkeypatch.setattr(bowfd_train, "mean_average_precision", lambda held_out, v, depth: -abs(math.log(v / peak)))
+    start = BowfdWeights(smt={}, v=1.0)
+    table = bowfd_train.choose_v([], Space(), start, grid, 1)
+    assert [v for v, _ in table] == pytest.approx(tried)
