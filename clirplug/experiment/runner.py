@@ -189,8 +189,7 @@ def _start_worker(config, jobs: int, progress: bool, plan_stages: dict) -> None:
     global _WORKER_CONTEXT
     import clirplug.experiment.report  # noqa: F401 - registers the report's stage kind in this process
 
-    _WORKER_CONTEXT = Context(config, jobs, progress)
-    _WORKER_CONTEXT.plan_stages = plan_stages
+    _WORKER_CONTEXT = Context(config, jobs, progress, plan_stages)
 
 
 _WORKER_CONTEXT: Context | None = None
@@ -249,13 +248,12 @@ def _run_stages(config, jobs, dry_run, force, progress, log) -> list[Outcome]:
     for stage in stages:
         key, described = stage_key(stage, keys)
         keys[stage.name] = key
-        number = f"[{numbers[stage.name]}/{len(stages)}] {stage.name}"
         if not force and is_current(config, stage, key):
             outcomes[stage.name] = Outcome(stage, key, "up to date")
-            print(f"{number}: up to date", file=log)
+            _announce(log, numbers, len(stages), stage, "up to date")
         elif dry_run:
             outcomes[stage.name] = Outcome(stage, key, "would run")
-            print(f"{number}: would run", file=log)
+            _announce(log, numbers, len(stages), stage, "would run")
         else:
             todo.append((stage, key, described))
     if todo:
@@ -271,8 +269,7 @@ def _announce(log, numbers, total, stage, what) -> None:
 
 def _run_here(config, jobs, progress, plan_stages, todo, numbers, log):
     """The stages one after another in this process."""
-    ctx = Context(config, jobs, progress)
-    ctx.plan_stages = plan_stages
+    ctx = Context(config, jobs, progress, plan_stages)
     try:
         for stage, key, described in todo:
             _announce(log, numbers, len(plan_stages), stage, "running")

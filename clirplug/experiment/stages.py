@@ -256,9 +256,9 @@ def check_models(raw, where: str) -> dict:
 class Context:
     """What stage functions share during one invocation: the config, ``--jobs``, loaded objects."""
 
-    def __init__(self, config, jobs: int = 1, progress: bool = True):
+    def __init__(self, config, jobs: int = 1, progress: bool = True, plan_stages: dict | None = None):
         self.config, self.jobs, self.progress = config, jobs, progress
-        self.plan_stages: dict[str, Stage] = {}  # every stage of the plan, by name (the report reads them)
+        self.plan_stages: dict[str, Stage] = plan_stages or {}  # every stage of the plan, by name (the report reads them)
         self._objects: dict = {}
 
     def get(self, key, make):
@@ -1305,13 +1305,14 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     s = stage.settings
     topics, qrels = stage.inputs
     queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
+    judged = read_qrels(qrels)
     qids = [qid for qid, text in queries.items() if text.strip()]
     vectors = embed_queries(ctx.get("dense-model", load_model), [queries[qid] for qid in qids])
     values = {}
     for words, folder in zip(s["grid"], stage.inputs_from):
         searcher = _dense_searcher(ctx, folder)
         run = run_frame((qid, searcher.search_vector(vector, s["hits"])) for qid, vector in zip(qids, vectors))
-        values[words] = float(evaluate(read_qrels(qrels), {"run": run}, [s["measure"]])["value"].iloc[0])
+        values[words] = float(evaluate(judged, {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {values[words]:.4f}", file=sys.stderr, flush=True)
     best = max(s["grid"], key=lambda words: (values[words], -s["grid"].index(words)))
@@ -1358,16 +1359,13 @@ def plan_dense(plan: Plan, spec, splits) -> None:
 
     c, s = plan.config, spec.settings
     grid = _dense_grid(str(c.source), spec.name, s)
-    folders = []
-    for words in grid:
-        folder = cache_folder(c.index_dir, c.collection.corpus, words)
-        plan.add(Stage(f"dense-embed.w{words}", "dense-embed", {"model": model_id(), "words": words},
-                       inputs=(c.collection.corpus,), outputs=(folder,)))
-        folders.append(folder)
-    embeds = tuple(f"dense-embed.w{words}" for words in grid)
+    folders = tuple(cache_folder(c.index_dir, c.collection.corpus, words) for words in grid)
+    embeds = tuple(plan.add(Stage(f"dense-embed.w{words}", "dense-embed", {"model": model_id(), "words": words},
+                                  inputs=(c.collection.corpus,), outputs=(folder,)))
+                   for words, folder in zip(grid, folders))
     for fld in c.fields:
         settings = {"model": model_id(), "words": grid[0], "tuned": False}
-        deps, inputs_from = embeds, tuple(folders)
+        deps, inputs_from = embeds, folders
         if s["grid"] is not None:
             qrels = c.collection.qrels(c.tune_split)
             if not qrels.is_file():
@@ -1377,7 +1375,7 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                                    "measure": "MAP", "hits": c.hits},
                                   inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
                                   outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",),
-                                  inputs_from=tuple(folders)))
+                                  inputs_from=folders))
             settings = {"model": model_id(), "grid": grid, "tuned": True}
             deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
         for split in splits:
