@@ -790,7 +790,7 @@ def source_text_stage(stage: Stage, ctx: Context) -> dict:
     return {"lines": len(lines)}
 
 
-@stage_kind("bowfd-train")
+@stage_kind("bowfd-train", version=2)
 def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     """BOW-FD weights on the tune split (``clirplug train bowfd``: v by grid, then LTR unless disabled)."""
     _train_command(stage, ctx, "clirplug.cli.train_bowfd")
