@@ -28,12 +28,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from clirplug.cli.train_align import dictionary_pairs, read_lines  # noqa: E402
+from clirplug.io.text import read_lines  # noqa: E402
 from clirplug.mt.align import AlignConfig, train  # noqa: E402
 from clirplug.mt.compound import CompoundSplitter  # noqa: E402
 from clirplug.mt.preprocess import preprocess  # noqa: E402
 from clirplug.mt.symmetrize import symmetrize  # noqa: E402
 from clirplug.stopwords import load_stopwords  # noqa: E402
+from clirplug.train.align import dictionary_pairs  # noqa: E402
 
 TOP_WORDS = 500
 

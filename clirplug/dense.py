@@ -216,16 +216,19 @@ def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=Non
     return DenseSearcher(folder, model).search_all(queries, hits, progress)
 
 
-def dense_run(args, topics):
-    """``clirplug search --method dense``: embed ``--corpus`` (cached beside ``--index``), then search."""
+def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAULT_WORDS, hits: int = 1000,
+              threads: int | None = None, progress: bool = True):
+    """Dense retrieval of each topic's ``field`` over ``corpus`` (``clirplug search --method dense``).
+
+    The documents (title and first ``words`` words) are embedded once into :func:`cache_folder`
+    beside the Lucene ``index``; ``threads`` are the embedding model's (default: all cores).
+    Returns the run frame of the top ``hits`` documents.
+    """
     from clirplug.io.topics import topic_field
 
-    if not args.corpus:
-        raise ClirplugError("--method dense needs --corpus (the documents to embed)")
-    if args.threads is not None and args.threads < 1:
-        raise ClirplugError(f"--threads must be at least 1, got {args.threads}")
-    model = load_model(args.threads)
-    folder = embed_corpus(args.corpus, cache_folder(args.index, args.corpus, args.words), args.words, model,
-                          progress=not args.quiet)
-    queries = {topic.id: topic_field(topic, args.field) for topic in topics}
-    return dense_search(folder, queries, args.hits, model, progress=not args.quiet)
+    if threads is not None and threads < 1:
+        raise ClirplugError(f"threads must be at least 1, got {threads}")
+    model = load_model(threads)
+    folder = embed_corpus(corpus, cache_folder(index, corpus, words), words, model, progress=progress)
+    queries = {topic.id: topic_field(topic, field) for topic in topics}
+    return dense_search(folder, queries, hits, model, progress=progress)

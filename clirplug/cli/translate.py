@@ -3,33 +3,97 @@
 Input is plain text (one sentence a line; a line of more than 100 tokens is translated in
 chunks, see docs/reliability.md) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
 ``.tsv`` files, topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
-Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout):
+Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout), by
+``--format``:
 
-* plain text with ``--nbest 1``: one translation a line;
-* otherwise JSON Lines, one object per input line or topic:
+* ``text``: the 1-best of each line or topic, one a line (the default for plain text with
+  ``--nbest 1``);
+* ``tsv``: ``id<TAB>1-best`` a line, a topic file that ``clirplug search --topics``, Pyserini
+  (``--topics FILE.tsv``) and PyTerrier (``pt.io.read_topics(FILE, format="singleline")``)
+  read; a topic whose translation is empty is left out, with a warning, since Anserini's TSV
+  reader fails on a line without text;
+* ``jsonl`` (the default otherwise): one object per input line or topic,
   ``{"id", "sentences": [{"source": [...], "nbest": [{"words", "score", "features",
   "alignment", "rules"}]}]}``.
 
-``--forest OUT`` also writes each sentence's +LM forest to ``OUT/<id>.<k>.json.gz``.
+``--unique`` makes each n-best list one of distinct target strings, the best-scoring derivation
+of each: derivations are enumerated best first (lazy k-best) until ``--nbest`` distinct strings
+are found or the forest has no more, so a list is shorter than ``--nbest`` only when the forest
+holds fewer strings. ``--forest OUT`` also writes each sentence's +LM forest to
+``OUT/<id>.<k>.json.gz``.
 """
 
-HELP = "translate sentences or topics with a model folder (1-best, n-best, forests)"
+from clirplug.cli import add_output, add_src_lang
+
+HELP = "translate sentences or topics with a model folder (1-best, n-best, TSV topics, forests)"
 
 TOPIC_SUFFIXES = (".jsonl", ".json", ".trec", ".sgml", ".tsv")
+FORMATS = ("text", "tsv", "jsonl")
 
 
 def add_arguments(parser):
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")
-    parser.add_argument("--input", required=True, metavar="F", help="plain text (a sentence a line) or a topic file")
+    parser.add_argument("--input", required=True, metavar="FILE", help="plain text (a sentence a line) or a topic file")
     parser.add_argument("--kind", choices=("hiero", "flat"), default="hiero", help="grammar (default: hiero)")
     parser.add_argument("--field", choices=("title", "desc", "narr"), default="title", help="topic field (default: title)")
     parser.add_argument("--nbest", type=int, default=1, metavar="N", help="translations per sentence (default: 1)")
-    parser.add_argument("--forest", metavar="OUT", help="folder for the +LM forests (JSON)")
-    parser.add_argument("--output", metavar="OUT", help="output file (default: stdout)")
+    parser.add_argument("--unique", action="store_true",
+                        help="n-best lists of distinct strings, the best derivation of each (default: derivations, "
+                             "whose strings may repeat)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="text: the 1-best a line; tsv: id<TAB>1-best topics (for clirplug search, Pyserini, "
+                             "PyTerrier); jsonl: n-best lists with scores, features and alignments (default: text "
+                             "for plain text with --nbest 1, else jsonl)")
+    add_output(parser, "file to write (default: stdout)", required=False)
+    parser.add_argument("--forest", metavar="DIR", help="folder for the +LM forests (JSON)")
     parser.add_argument("--weights", metavar="FILE", help="weights file (default: DIR/weights.KIND, else defaults)")
     parser.add_argument("--pop-limit", type=int, default=200, help="cube pruning pops per cell (default: 200)")
-    parser.add_argument("--src-lang", default="de", help="source language for preprocessing (default: de)")
+    add_src_lang(parser, "source language for preprocessing (default: de)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write DIR/cache/")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def unique_nbest(translator, tokens, nbest: int, forest=None):
+    """The best derivation of each of the ``nbest`` best distinct target strings of ``tokens``.
+
+    A string can have many derivations (other segmentations, rules or LM states), so the n best
+    derivations may hold fewer than n strings: derivations are read in k-best order, without a
+    cap, until ``nbest`` strings are found or the forest is exhausted. (``Decoder.translate`` with
+    ``unique=True`` stops after ``UNIQUE_FACTOR * nbest`` derivations, as cdec does, and can
+    return fewer strings than the forest has.)
+    """
+    import sys
+
+    from clirplug.mt.decoder import translations
+    from clirplug.mt.kbest import unique_kbest
+
+    forest = forest if forest is not None else translator.forest(tokens)
+    derivations = unique_kbest(forest, translator.weights, nbest, lambda d: forest.derivation_yield(d)[0],
+                               limit=sys.maxsize)
+    return translations(forest, derivations)
+
+
+def _tsv_lines(records, path):
+    """``id<TAB>1-best`` lines; topics whose 1-best is empty are left out with a warning."""
+    from clirplug.errors import warn
+
+    lines, empty = [], []
+    for record in records:
+        text = _one_best(record)
+        if not text:
+            empty.append(record["id"])
+        else:
+            lines.append(f"{record['id']}\t{text}\n")
+    if empty:
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        warn(f"{path}: {len(empty)} of {len(records)} translations are empty and left out of the TSV ({shown})")
+    return lines
+
+
+def _one_best(record) -> str:
+    """The 1-best words of every sentence of a record, joined by spaces (tabs and newlines never occur:
+    the words are whitespace-split tokens)."""
+    return " ".join(word for sentence in record["sentences"] if sentence["nbest"] for word in sentence["nbest"][0]["words"])
 
 
 def run(args):
@@ -48,6 +112,8 @@ def run(args):
 
     if args.nbest < 1:
         raise ClirplugError(f"--nbest must be at least 1, got {args.nbest}")
+    if args.format in ("text", "tsv") and args.nbest > 1:
+        raise ClirplugError(f"--format {args.format} writes the 1-best only; use --format jsonl with --nbest {args.nbest}")
     if args.output:
         check_output(args.output)
     path = Path(args.input)
@@ -61,30 +127,35 @@ def run(args):
             raise ClirplugError(f"{path}: topic id {unsafe[0]!r} cannot name a file in --forest {args.forest} "
                                 "(/, .. and . are not allowed)")
         items = [(t.id, translator.topic_sentences(t, args.field)) for t in topics]
-        plain = False
+        output_format = args.format or "jsonl"
     else:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as error:
             raise ClirplugError(f"{path}: cannot read the input ({error})") from error
         items = [(str(number), chunks(translator.tokenize(line))) for number, line in enumerate(lines, 1)]
-        plain = args.nbest == 1
+        output_format = args.format or ("text" if args.nbest == 1 else "jsonl")
     translator.restrict([tokens for _, sentences in items for tokens in sentences])
     records = []
-    with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr) as bar:
+    with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr,
+              disable=args.quiet) as bar:
         for item_id, sentences in items:
             record = {"id": item_id, "sentences": []}
             for k, tokens in enumerate(sentences):
                 forest = translator.forest(tokens) if args.forest else None
-                nbest = translator.translate(tokens, args.nbest, forest)
+                if args.unique and args.nbest > 1:
+                    nbest = unique_nbest(translator, tokens, args.nbest, forest)
+                else:
+                    nbest = translator.translate(tokens, args.nbest, forest)
                 if forest is not None:
                     forest.save(Path(args.forest) / f"{item_id}.{k}.json.gz", format_rule)
                 record["sentences"].append({"source": tokens, "nbest": [translation_json(t) for t in nbest]})
                 bar.update()
             records.append(record)
-    if plain:
-        text = "".join(" ".join(word for s in r["sentences"] for word in s["nbest"][0]["words"]) + "\n"
-                       for r in records)
+    if output_format == "text":
+        text = "".join(_one_best(r) + "\n" for r in records)
+    elif output_format == "tsv":
+        text = "".join(_tsv_lines(records, args.output or "stdout"))
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if args.output:

@@ -46,7 +46,7 @@ def add_report_stage(plan) -> str:
 
 
 def _records(config, names):
-    from clirplug.experiment.runner import read_record
+    from clirplug.experiment.records import read_record
 
     return {name: read_record(config, Stage(name, "", {})) for name in names}
 

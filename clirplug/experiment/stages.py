@@ -21,7 +21,6 @@ Run files are ``runs/<experiment>/<split>.<field>.<run>.trec`` with a ``.json`` 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
@@ -71,143 +70,86 @@ def stage_kind(name: str, version: int = 1):
 class Method:
     """A method of ``runs:``: its settings (name -> default) and its planner.
 
-    ``cli`` names a command module whose options are also accepted as settings (passed
-    through to it), except those in ``fixed`` (set by the stage itself).
+    ``settings`` is the settings class of the method's training step, whose fields are also
+    accepted in the run's entry (passed to training), except those in ``fixed`` (set by the stage).
     """
 
     planner: Callable
     defaults: dict
-    cli: str | None = None
+    settings: type | None = None
     fixed: tuple = ()
 
 
 @dataclass(frozen=True)
 class Model:
-    """An entry of ``models:``: a ``clirplug train`` command, how the experiment calls it, what it writes.
+    """An entry of ``models:``: a training step, how the experiment calls it, what it writes.
 
-    ``arguments(config, src, tgt, kind, out)`` returns the command's fixed arguments for the model
-    folder ``out``, its input files and its output files; ``needs`` names the models trained before it.
+    ``arguments(config, src, tgt, kind, out)`` returns the step's keyword arguments (JSON values)
+    for the model folder ``out``, its input files and its output files; ``needs`` names the models
+    trained before it.
     """
 
-    command: str  # a key of clirplug.cli.train.TRAIN_COMMANDS
-    fixed: tuple  # options the stage sets itself (not settings)
+    settings: type
+    train: str  # "module:function" of the training step, called with the arguments and ``settings=``
     arguments: Callable
     needs: tuple = ()
     per_kind: bool = False  # one model per grammar kind (hiero, flat)
-    filtered: bool = False  # gets ``--filter`` the source text the experiment translates
+    filtered: bool = False  # gets ``filter=``: the source text the experiment translates
 
 
 def _align_arguments(config, src, tgt, kind, out):
     coll = config.collection
-    argv = ["--src", str(src), "--tgt", str(tgt), "--out", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
+    arguments = {"src": str(src), "tgt": str(tgt), "out": str(out), "src_lang": coll.lang, "tgt_lang": coll.doc_lang}
     inputs = (src, tgt)
     if coll.dictionary.is_file():
-        argv += ["--dictionary", str(coll.dictionary)]
+        arguments["dictionary"] = str(coll.dictionary)
         inputs += (coll.dictionary,)
-    return argv, inputs, (out / "lex.e_given_f.npz", out / "lex.f_given_e.npz", out / f"align.{coll.lang}-{coll.doc_lang}")
+    return arguments, inputs, (out / "lex.e_given_f.npz", out / "lex.f_given_e.npz", out / f"align.{coll.lang}-{coll.doc_lang}")
 
 
 def _grammar_arguments(config, src, tgt, kind, out):
     coll = config.collection
-    argv = ["--kind", kind, "--model", str(out), "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
-    return argv, (), (out / f"grammar.{kind}.gz",)
+    return {"model": str(out), "kind": kind, "src_lang": coll.lang, "tgt_lang": coll.doc_lang}, (), (out / f"grammar.{kind}.gz",)
 
 
 def _lm_arguments(config, src, tgt, kind, out):
-    return ["--text", str(tgt), "--lang", config.collection.doc_lang, "--out", str(out / "lm.arpa")], (tgt,), (out / "lm.arpa",)
+    return {"output": str(out / "lm.arpa"), "texts": [str(tgt)], "lang": config.collection.doc_lang}, (tgt,), (out / "lm.arpa",)
 
 
 def _weights_arguments(config, src, tgt, kind, out):
     coll = config.collection
-    argv = ["--model", str(out), "--kind", kind, "--src", str(src), "--tgt", str(tgt),
-            "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang]
-    return argv, (src, tgt), (out / f"weights.{kind}",)
+    arguments = {"model": str(out), "kind": kind, "src": str(src), "tgt": str(tgt),
+                 "src_lang": coll.lang, "tgt_lang": coll.doc_lang}
+    return arguments, (src, tgt), (out / f"weights.{kind}",)
 
 
-TUNE_LINES = 300  # `clirplug train weights --lines` default: the tune bitext lines decoded
+def _models() -> dict:
+    from clirplug.train.align import AlignSettings
+    from clirplug.train.grammar import GrammarSettings
+    from clirplug.train.lm import LmSettings
+    from clirplug.train.weights import WeightsSettings
+
+    return {
+        "align": Model(AlignSettings, "clirplug.train.align:train_align", _align_arguments),
+        "grammar": Model(GrammarSettings, "clirplug.train.grammar:train_grammar", _grammar_arguments,
+                         needs=("align",), per_kind=True, filtered=True),
+        "lm": Model(LmSettings, "clirplug.train.lm:train_lm", _lm_arguments),
+        "weights": Model(WeightsSettings, "clirplug.train.weights:train_weights_on_bitext", _weights_arguments,
+                         needs=("align", "grammar", "lm"), per_kind=True),
+    }
+
 
 METHODS: dict[str, Method] = {}
-MODELS: dict[str, Model] = {
-    "align": Model("align", ("src", "tgt", "out", "src_lang", "tgt_lang", "dictionary", "force"), _align_arguments),
-    "grammar": Model("grammar", ("kind", "model", "out", "src_lang", "tgt_lang", "force", "filter"),
-                     _grammar_arguments, needs=("align",), per_kind=True, filtered=True),
-    "lm": Model("lm", ("text", "jsonl", "lang", "out", "force"), _lm_arguments),
-    "weights": Model("weights", ("model", "kind", "src", "tgt", "src_lang", "tgt_lang", "output"),
-                     _weights_arguments, needs=("align", "grammar", "lm"), per_kind=True),
-}
+MODELS: dict[str, Model] = _models()
 
 
-def train_module(command: str) -> str | None:
-    """The module of ``clirplug train <command>``, or None when this version lacks it."""
-    from clirplug.cli.train import TRAIN_COMMANDS
-
-    return TRAIN_COMMANDS.get(command)
+def training_function(name: str) -> Callable:
+    """The function of ``"module:function"``."""
+    module, function = name.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 # ----------------------------------------------------------------------------- settings
-
-class _ParserError(Exception):
-    pass
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise _ParserError(message)
-
-
-def cli_parser(module_name: str) -> argparse.ArgumentParser:
-    """The argument parser of a command module (``HELP``, ``add_arguments``, ``run``)."""
-    parser = _RaisingParser(prog=module_name, add_help=False)
-    importlib.import_module(module_name).add_arguments(parser)
-    return parser
-
-
-def cli_argv(parser: argparse.ArgumentParser, settings: dict, where: str) -> list[str]:
-    """Command-line options for ``settings`` (``key: value`` -> ``--key value``; booleans as flags)."""
-    argv = []
-    for key, value in settings.items():
-        flag = "--" + key.replace("_", "-")
-        action = parser._option_string_actions.get(flag)
-        if action is None:
-            raise ClirplugError(f"{where}.{key}: unknown setting")
-        if isinstance(action, argparse.BooleanOptionalAction):
-            argv.append(flag if value else "--no-" + key.replace("_", "-"))
-        elif isinstance(action, argparse._StoreTrueAction):
-            if value:
-                argv.append(flag)
-        elif isinstance(value, list):
-            argv += [flag, *map(str, value)]
-        elif value is not None:
-            argv += [flag, str(value)]
-    return argv
-
-
-def parse_cli(module_name: str, fixed_argv: list[str], settings: dict, where: str) -> argparse.Namespace:
-    """Parse ``fixed_argv`` plus the options of ``settings`` with the module's parser."""
-    parser = cli_parser(module_name)
-    argv = fixed_argv + cli_argv(parser, settings, where)
-    try:
-        return parser.parse_args(argv)
-    except _ParserError as error:
-        raise ClirplugError(f"{where}: {error}") from None
-
-
-def _check_passthrough(module_name: str, fixed: tuple, settings: dict, where: str) -> None:
-    """Check pass-through settings against the module's parser (required options get placeholders)."""
-    parser = cli_parser(module_name)
-    for key in settings:
-        if key in fixed:
-            raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
-    placeholders = []
-    for action in parser._actions:
-        if action.required:
-            value = str(next(iter(action.choices))) if action.choices else "x"
-            placeholders += [action.option_strings[0], value] if action.option_strings else [value]
-    try:
-        parser.parse_args(placeholders + cli_argv(parser, settings, where))
-    except _ParserError as error:
-        raise ClirplugError(f"{where}: {error}") from None
-
 
 def check_settings(method: str, settings: dict, where: str) -> dict:
     """A ``runs:`` entry's settings with defaults filled in; unknown keys and wrong types are errors."""
@@ -222,31 +164,30 @@ def check_settings(method: str, settings: dict, where: str) -> dict:
                 if type(value) is not type(default):
                     raise ClirplugError(f"{where}.{key}: expected {type(default).__name__}, got {value!r}")
             result[key] = value
-        elif spec.cli is not None:
+        elif spec.settings is not None:
+            if key in spec.fixed:
+                raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
             passthrough[key] = value
         else:
             raise ClirplugError(f"{where}.{key}: unknown setting (known: {', '.join(spec.defaults) or 'none'})")
-    if spec.cli is not None:
-        _check_passthrough(spec.cli, spec.fixed, passthrough, where)
+    if spec.settings is not None:
+        spec.settings.from_mapping(passthrough, where)
         result["options"] = dict(sorted(passthrough.items()))
     return result
 
 
 def check_models(raw, where: str) -> dict:
-    """The ``models:`` mapping: ``name -> options`` of ``clirplug train <command>``, checked."""
+    """The ``models:`` mapping: ``name -> settings`` of its training step, checked."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ClirplugError(f"{where}: expected a mapping of model -> options")
+        raise ClirplugError(f"{where}: expected a mapping of model -> settings")
     result = {}
     for name, options in raw.items():
         if name not in MODELS:
             raise ClirplugError(f"{where}.{name}: unknown model (known: {', '.join(MODELS)})")
         options = dict(options or {})
-        module = train_module(MODELS[name].command)
-        if module is None:
-            raise ClirplugError(f"{where}.{name}: `clirplug train {MODELS[name].command}` is not in this version")
-        _check_passthrough(module, MODELS[name].fixed, options, f"{where}.{name}")
+        MODELS[name].settings.from_mapping(options, f"{where}.{name}")
         result[name] = dict(sorted(options.items()))
     return result
 
@@ -366,38 +307,41 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
     return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
 
 
-@stage_kind("train")
+@stage_kind("train", version=2)
 def train_stage(stage: Stage, ctx: Context) -> dict:
-    """``clirplug train <command>`` with the stage's arguments (the command keeps its own stage records)."""
+    """A training step (:mod:`clirplug.train`) with the stage's arguments (the step keeps its own records)."""
     s = stage.settings
-    args = parse_cli(s["module"], s["argv"], s["options"], f"models.{s['model']}")
+    model = MODELS[s["model"]]
+    settings = model.settings.from_mapping(s["settings"], f"models.{s['model']}")
     with _stdout_to_stderr():
-        importlib.import_module(s["module"]).run(args)
+        training_function(model.train)(**s["arguments"], settings=settings)
     ctx.forget(str(ctx.config.model_dir))
     return {}
 
 
-@stage_kind("query-weights")
+@stage_kind("query-weights", version=2)
 def query_weights_stage(stage: Stage, ctx: Context) -> dict:
-    """Decoder weights tuned on parallel queries (``clirplug train weights --queries``).
+    """Decoder weights tuned on parallel queries (:func:`clirplug.train.weights.query_pairs`).
 
     When the tune split yields no parallel query of the field (a collection whose bitext names no
     page), the model's own weights are written instead, and the log and the stage record say so.
     """
-    from clirplug.cli.train_weights import tune, tuning_pairs
     from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights, write_weights
+    from clirplug.train.weights import WeightsSettings, query_pairs, train_weights
 
     s = stage.settings
-    args = parse_cli(s["module"], s["argv"], s["options"], "models.weights")
+    a = s["arguments"]
+    settings = WeightsSettings.from_mapping(s["settings"], "models.weights")
     with _stdout_to_stderr():
-        pairs, origin = tuning_pairs(args)
+        pairs, origin = query_pairs(a["queries"], a["field"], corpus=a.get("corpus"), bitext=a.get("bitext"))
         if pairs:
-            tune(args, pairs, origin)
+            train_weights(a["model"], a["kind"], pairs, origin, settings, src_lang=a["src_lang"],
+                          tgt_lang=a["tgt_lang"], output=a["output"])
             return {"queries": len(pairs)}
-    base = Path(args.model) / f"weights.{args.kind}"
+    base = Path(a["model"]) / f"weights.{a['kind']}"
     weights = {**DEFAULT_WEIGHTS, **(read_weights(base) if base.is_file() else {})}
-    write_weights(weights, args.output, comment=f"no parallel queries in {origin}: the weights of {args.model}")
-    print(f"clirplug: warning: no parallel queries in {origin}; {args.output} keeps the model's weights", file=sys.stderr)
+    write_weights(weights, a["output"], comment=f"no parallel queries in {origin}: the weights of {a['model']}")
+    print(f"clirplug: warning: no parallel queries in {origin}; {a['output']} keeps the model's weights", file=sys.stderr)
     return {"queries": 0, "fallback": "the model's weights"}
 
 
@@ -626,18 +570,15 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, run_frame(ranked), latencies, tuned={"psq": spec} if s["tuned"] else None)
 
 
-def _train_command(stage: Stage, ctx: Context, module: str) -> None:
-    """Run ``clirplug train ...`` (``module``) with the stage's argv, the run's options and ``--jobs``."""
-    s = stage.settings
-    args = parse_cli(module, s["argv"] + ["--jobs", str(ctx.jobs)], s["options"], f"runs.{s['run']}")
-    with _stdout_to_stderr():
-        importlib.import_module(module).run(args)
-
-
-@stage_kind("boost-train")
+@stage_kind("boost-train", version=2)
 def boost_train_stage(stage: Stage, ctx: Context) -> dict:
-    """Bagged RankBoost on the tune split (``clirplug train boost``; beta tuned on held-out train topics)."""
-    _train_command(stage, ctx, "clirplug.cli.train_boost")
+    """Bagged RankBoost on the tune split (:func:`clirplug.train.boost.train_boost`; beta tuned on held-out topics)."""
+    from clirplug.train.boost import BoostSettings, train_boost
+
+    s = stage.settings
+    settings = BoostSettings.from_mapping(s["settings"], f"runs.{s['run']}")
+    with _stdout_to_stderr():
+        train_boost(**s["arguments"], settings=settings, jobs=ctx.jobs, progress=False)
     ctx.forget(str(stage.outputs[0]))
     return {}
 
@@ -790,10 +731,15 @@ def source_text_stage(stage: Stage, ctx: Context) -> dict:
     return {"lines": len(lines)}
 
 
-@stage_kind("bowfd-train", version=2)
+@stage_kind("bowfd-train", version=3)
 def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
-    """BOW-FD weights on the tune split (``clirplug train bowfd``: v by grid, then LTR unless disabled)."""
-    _train_command(stage, ctx, "clirplug.cli.train_bowfd")
+    """BOW-FD weights on the tune split (:func:`clirplug.train.bowfd.train_bowfd`: v by grid, then LTR unless disabled)."""
+    from clirplug.train.bowfd import BowfdSettings, train_bowfd
+
+    s = stage.settings
+    settings = BowfdSettings.from_mapping(s["settings"], f"runs.{s['run']}")
+    with _stdout_to_stderr():
+        train_bowfd(**s["arguments"], settings=settings, jobs=ctx.jobs, progress=False)
     return {}
 
 
@@ -900,10 +846,6 @@ class Plan:
         """
         c = self.config
         model = MODELS[name]
-        module = train_module(model.command)
-        if module is None:
-            raise ClirplugError(f"{c.source}: a run needs `clirplug train {model.command}`, "
-                                "which this version does not have")
         src, tgt = c.collection.bitext(c.tune_split, c.collection.lang), c.collection.bitext(c.tune_split, c.collection.doc_lang)
         for path in (src, tgt):
             if not path.is_file():
@@ -917,18 +859,18 @@ class Plan:
         deps = tuple(self.model(other, kind, fold) for other in model.needs)
         inputs_from = ()
         if fold is None:
-            argv, inputs, outputs = model.arguments(c, src, tgt, kind, c.model_dir)
+            arguments, inputs, outputs = model.arguments(c, src, tgt, kind, c.model_dir)
         else:
             deps += (self.folds(),)
             fold_src, fold_tgt = (self.fold_file(fold, f"bitext.{lang}") for lang in (c.collection.lang, c.collection.doc_lang))
-            argv, inputs, outputs = model.arguments(c, fold_src, fold_tgt, kind, self.fold_model_dir(fold))
+            arguments, inputs, outputs = model.arguments(c, fold_src, fold_tgt, kind, self.fold_model_dir(fold))
             inputs_from = tuple(path for path in inputs if path in (fold_src, fold_tgt))
             inputs = tuple(path for path in inputs if path not in (fold_src, fold_tgt))
         if model.filtered:
             deps += (self.source_text(),)
-            argv = argv + ["--filter", str(self.stages[self.source_text()].outputs[0])]
-        return self.add(Stage(f"model.{name}{suffix}", "train", {"model": name, "module": module, "argv": argv,
-                                                                 "options": c.models.get(name, {})},
+            arguments = {**arguments, "filter": str(self.stages[self.source_text()].outputs[0])}
+        return self.add(Stage(f"model.{name}{suffix}", "train", {"model": name, "arguments": arguments,
+                                                                 "settings": c.models.get(name, {})},
                               inputs=inputs, deps=deps, outputs=outputs, inputs_from=inputs_from))
 
     # cross-fitting ---------------------------------------------------------------
@@ -979,7 +921,7 @@ class Plan:
         c = self.config
         splits = tuple(dict.fromkeys((*c.splits, c.tune_split)))
         topics = tuple(c.collection.topics(split) for split in splits)
-        tune_lines = c.models.get("weights", {}).get("lines", TUNE_LINES)
+        tune_lines = c.models.get("weights", {}).get("lines", MODELS["weights"].settings().lines)
         bitexts = [(c.collection.bitext(c.tune_split, c.collection.lang), tune_lines)]
         if c.translations["outputs"]:
             bitexts.append((c.collection.bitext(c.translations["split"], c.collection.lang), c.translations["lines"]))
@@ -1056,11 +998,11 @@ def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
     coll = c.collection
     part = plan.parts(c.tune_split)[0]
     out = c.model_dir / f"weights.{kind}.queries-{fld}"
-    argv = ["--model", str(part.model_dir), "--kind", kind, "--queries", str(part.topics), "--field", fld,
-            "--src-lang", coll.lang, "--tgt-lang", coll.doc_lang, "--output", str(out)]
+    arguments = {"model": str(part.model_dir), "kind": kind, "queries": str(part.topics), "field": fld,
+                 "src_lang": coll.lang, "tgt_lang": coll.doc_lang, "output": str(out)}
     inputs = part.inputs
     if fld == "title":
-        argv += ["--corpus", str(coll.corpus)]
+        arguments["corpus"] = str(coll.corpus)
         inputs += (coll.corpus,)
     else:
         ids = coll.bitext(c.tune_split, "ids")
@@ -1068,11 +1010,11 @@ def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
             raise ClirplugError(f"{c.source}: runs: weights: queries: {ids}: no such file (desc queries are paired with "
                                 "the bitext lines of their page)")
         paths = (coll.bitext(c.tune_split, coll.lang), coll.bitext(c.tune_split, coll.doc_lang), ids)
-        argv += [arg for flag, path in zip(("--bitext-src", "--bitext-tgt", "--bitext-ids"), paths) for arg in (flag, str(path))]
+        arguments["bitext"] = [str(path) for path in paths]
         inputs += paths
     options = c.models.get("weights", {})
     return plan.add(Stage(f"model.weights.{kind}.queries.{fld}", "query-weights",
-                          {"module": train_module("weights"), "argv": argv, "options": options},
+                          {"arguments": arguments, "settings": options},
                           inputs=inputs, deps=_translation_deps(plan, kind, part.fold) + part.deps, outputs=(out,),
                           inputs_from=part.inputs_from))
 
@@ -1165,10 +1107,10 @@ def plan_boost(plan: Plan, spec, splits) -> None:
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (boosting trains on it)")
     for fld in c.fields:
         model = c.model_dir / f"boost.{spec.name}.{fld}.npz"
-        argv = ["--topics", str(c.collection.topics(c.tune_split)), "--qrels", str(tune_qrels),
-                "--corpus", str(c.collection.corpus), "--output", str(model), "--field", fld, "--quiet"]
+        arguments = {"topics": str(c.collection.topics(c.tune_split)), "qrels": str(tune_qrels),
+                     "corpus": str(c.collection.corpus), "output": str(model)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "boost-train",
-                               {"run": spec.name, "argv": argv, "options": s["options"]},
+                               {"run": spec.name, "arguments": arguments, "settings": {**s["options"], "field": fld}},
                                inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
                                outputs=(model,)))
         for split in splits:
@@ -1250,12 +1192,13 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
     deps = tuple(dict.fromkeys(d for p in parts for d in _translation_deps(plan, s["kind"], p.fold) + p.deps)) + (index,)
     for fld in c.fields:
         weights = c.model_dir / f"bowfd.{spec.name}.{fld}.weights"
-        argv = ["--model", *(str(p.model_dir) for p in parts), "--kind", s["kind"], "--index", str(c.index_dir),
-                "--topics", *(str(p.topics) for p in parts), "--qrels", str(tune_qrels),
-                "--candidates", str(run_file(c, c.tune_split, fld, s["candidates"])), "--field", fld,
-                "--output", str(weights), "--quiet"] + ([] if s["ltr"] else ["--no-ltr"]) + (["--lex"] if s["lex"] else [])
+        arguments = {"model_dirs": [str(p.model_dir) for p in parts], "kind": s["kind"], "index": str(c.index_dir),
+                     "topic_files": [str(p.topics) for p in parts], "qrels": str(tune_qrels),
+                     "candidates": str(run_file(c, c.tune_split, fld, s["candidates"])), "field": fld,
+                     "output": str(weights)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "bowfd-train",
-                               {"run": spec.name, "argv": argv, "options": s["options"]},
+                               {"run": spec.name, "arguments": arguments,
+                                "settings": {**s["options"], "ltr": s["ltr"], "lex": s["lex"]}},
                                inputs=(tune_qrels, *(i for p in parts for i in p.inputs)),
                                deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,),
                                inputs_from=tuple(i for p in parts for i in p.inputs_from)))
@@ -1383,18 +1326,22 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                            inputs=(c.collection.topics(split),), deps=deps, inputs_from=inputs_from)
 
 
-METHODS.update({
-    "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
-    "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero", "grid": None}),
-    "boost": Method(plan_boost, {"candidates": None}, cli="clirplug.cli.train_boost",
-                    fixed=("topics", "qrels", "corpus", "output", "field", "quiet", "jobs")),
-    "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
-                                 "depth": 100}, cli="clirplug.cli.train_bowfd",
-                    fixed=("model", "kind", "index", "topics", "qrels", "candidates", "field", "output", "no_ltr",
-                           "lex", "quiet", "jobs")),
-    "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),
-    "dense": Method(plan_dense, {"words": 48, "grid": None}),
-})
+def _methods() -> dict:
+    from clirplug.train.boost import BoostSettings
+    from clirplug.train.bowfd import BowfdSettings
+
+    return {
+        "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
+        "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero", "grid": None}),
+        "boost": Method(plan_boost, {"candidates": None}, settings=BoostSettings, fixed=("field",)),
+        "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
+                                     "depth": 100}, settings=BowfdSettings),
+        "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),
+        "dense": Method(plan_dense, {"words": 48, "grid": None}),
+    }
+
+
+METHODS.update(_methods())
 
 
 def build_plan(config) -> Plan:

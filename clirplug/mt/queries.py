@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
-from clirplug.cli.train_align import read_lines
 from clirplug.crossfit import read_ids
 from clirplug.errors import ClirplugError
+from clirplug.io.text import read_lines
 from clirplug.monolingual import mate_titles
 
 FIELDS = ("title", "desc")

@@ -8,7 +8,7 @@ analyzer, so the query terms are exactly the index's terms.
 
 from collections.abc import Iterable
 
-from clirplug.errors import ClirplugError
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 
 
 def translate_query(translator, topic, field: str, stopwords: Iterable[str] = ()) -> str:
@@ -33,16 +33,33 @@ def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), pr
             for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
 
 
-def dt_run(args, topics):
-    """``clirplug search --method dt``: translate every topic, then BM25 over the index."""
+def dt_run(topics, *, index, model, field: str = "title", kind: str = "hiero", src_lang: str = "de",
+           stopwords: Iterable[str] = (), hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
+           progress: bool = True):
+    """DT: translate every topic's ``field`` with the model folder ``model``, then BM25 over ``index``.
+
+    Parameters
+    ----------
+    topics : list of Topic
+    index : path
+        Lucene index of the target-language documents.
+    model : path
+        Model folder (``docs/models.md``) decoded with its ``kind`` grammar; ``src_lang`` is the
+        language of the topics (its tokenizer).
+    stopwords : iterable of str
+        Target-language words removed from the 1-best before search.
+    hits, k1, b
+        Documents per query and the BM25 parameters (Anserini's by default).
+
+    Returns
+    -------
+    DataFrame
+        The run (qid, docid, rank, score).
+    """
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.translator import Translator
-    from clirplug.stopwords import read_stopwords
 
-    if not args.model:
-        raise ClirplugError("--method dt needs --model DIR (a model trained by `clirplug train`)")
-    translator = Translator(args.model, kind=args.kind)
-    translator.restrict_topics(topics, args.field)
-    stopwords = read_stopwords(args.stopwords) if args.stopwords else ()
-    queries = dt_queries(topics, args.field, translator, stopwords, progress=not args.quiet)
-    return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
+    translator = Translator(model, kind=kind, src_lang=src_lang)
+    translator.restrict_topics(topics, field)
+    queries = dt_queries(topics, field, translator, stopwords, progress=progress)
+    return bm25_search(index, queries, hits=hits, k1=k1, b=b, progress=progress)

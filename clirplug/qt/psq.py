@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +39,7 @@ from clirplug import bm25
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import run_frame
 from clirplug.lucene.reader import LuceneIndex
+from clirplug.qt.psq_tables import PsqSettings
 
 Expression = tuple[tuple[str, int], ...]  # ((index term, relative position), ...)
 
@@ -157,26 +160,51 @@ class PsqScorer:
         return self.top(*self.score(self.expressions(distributions)), hits)
 
 
-def builder_from_args(args, settings, topics=None):
-    """The :class:`PsqBuilder` and the source tokenizer of ``--table`` or ``--model`` (``args``) for ``settings``.
+@dataclass(frozen=True)
+class PsqSource:
+    """Where the PSQ tables of a query come from, and how its text is read.
 
-    With ``topics``, only the grammar rules usable on their ``args.field`` are loaded (for
+    Parameters
+    ----------
+    model : path, optional
+        Model folder (``docs/models.md``): ``lex.e_given_f.npz`` for Pr_token, ``grammar.<kind>.gz``
+        for Pr_grammar, the decoder of ``kind`` for Pr_nbest.
+    field : {"title", "desc", "narr"}
+        The topic field turned into the query (sentence by sentence but for a title).
+    kind : {"hiero", "flat"}
+    src_lang : str
+        The query language (tokenization, sentence splitting).
+    table : path, optional
+        A precomputed table ``p(e|f)`` (:meth:`clirplug.qt.psq_tables.PsqTable.load`) used instead of ``model``.
+    """
+
+    model: str | None = None
+    field: str = "title"
+    kind: str = "hiero"
+    src_lang: str = "de"
+    table: str | None = None
+
+
+def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
+    """The :class:`~clirplug.qt.psq_tables.PsqBuilder` and the source tokenizer of ``source`` for ``settings``.
+
+    With ``topics``, only the grammar rules usable on their ``source.field`` are loaded (for
     Pr_grammar and the decoder of Pr_nbest): build queries of those topics only, since
     Pr_grammar of other words would miss their rules (the decoder reloads by itself).
     """
-    from pathlib import Path
-
     from clirplug.mt.preprocess import preprocessor, topic_sentences
     from clirplug.qt.psq_tables import PsqBuilder, PsqTable
 
-    if args.table:
-        return PsqBuilder(settings, token=PsqTable.load(args.table)), preprocessor(args.src_lang)
-    model = Path(args.model)
+    if bool(source.table) == bool(source.model):
+        raise ClirplugError("PSQ needs exactly one of a table and a model folder")
+    if source.table:
+        return PsqBuilder(settings, token=PsqTable.load(source.table)), preprocessor(source.src_lang)
+    model = Path(source.model)
     if not model.is_dir():
         raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
-    tokenize = preprocessor(args.src_lang, model)
+    tokenize = preprocessor(source.src_lang, model)
     sentences = None if topics is None else [
-        tokens for topic in topics for tokens in topic_sentences(topic, args.field, args.src_lang, tokenize)]
+        tokens for topic in topics for tokens in topic_sentences(topic, source.field, source.src_lang, tokenize)]
     token = grammar = translate = None
     if settings.weights["token"] > 0:
         from clirplug.mt.lexicon import LexicalTable
@@ -188,26 +216,29 @@ def builder_from_args(args, settings, topics=None):
     if settings.weights["grammar"] > 0:
         from clirplug.mt.grammar import SourcePhrases, read_grammar
 
-        path = model / f"grammar.{args.kind}.gz"
+        path = model / f"grammar.{source.kind}.gz"
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
         grammar = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
     if settings.weights["nbest"] > 0 or settings.orphans > 0:
         from clirplug.mt.translator import Translator
 
-        translator = Translator(model, kind=args.kind, src_lang=args.src_lang)
+        translator = Translator(model, kind=source.kind, src_lang=source.src_lang)
         if sentences is not None:
             translator.restrict(sentences)
         translate = translator.translate
     return PsqBuilder(settings, token, grammar, translate), tokenize
 
 
-def psq_queries(args, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
-    """``qid -> per-token distributions`` of each topic's ``args.field`` (sentence-wise, see
+builder_from_args = psq_builder  # deprecated: use psq_builder (clirplug.qt.psq_tune still calls this name)
+
+
+def psq_queries(source: PsqSource, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
+    """``qid -> per-token distributions`` of each topic's ``source.field`` (sentence-wise, see
     :func:`clirplug.mt.preprocess.topic_sentences`)."""
     from clirplug.mt.preprocess import topic_sentences
 
-    return {topic.id: builder.query(topic_sentences(topic, args.field, args.src_lang, tokenize)) for topic in topics}
+    return {topic.id: builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize)) for topic in topics}
 
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
@@ -219,13 +250,14 @@ def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, fl
                      tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr))
 
 
-def psq_run(args, topics):
-    """``clirplug search --method psq``: PSQ with ``--table`` or ``--model`` and the ``--psq`` settings."""
-    from clirplug.qt.psq_tables import PsqSettings
+def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = None, hits: int = 1000,
+            k1: float = bm25.ANSERINI_K1, b: float = bm25.ANSERINI_B, progress: bool = True):
+    """PSQ over the Lucene ``index`` for every topic (``clirplug search --method psq``).
 
-    if bool(args.table) == bool(args.model):
-        raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
-    settings = PsqSettings.parse(args.psq)
-    builder, tokenize = builder_from_args(args, settings, topics)
-    queries = psq_queries(args, topics, builder, tokenize)
-    return psq_search(PsqScorer(args.index, args.k1, args.b), queries, args.hits, progress=not args.quiet)
+    ``source`` names the tables (a model folder or a table file), the field and the query
+    language; ``settings`` are the ``--psq`` options (docs/psq.md; default: Pr_token only, no
+    thresholds). Returns the run frame of the top ``hits`` documents.
+    """
+    builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, topics)
+    queries = psq_queries(source, topics, builder, tokenize)
+    return psq_search(PsqScorer(index, k1, b), queries, hits, progress=progress)

@@ -808,11 +808,18 @@ def read_collection(corpus, model, progress=False):
     return Collection.from_corpus(read_corpus(corpus), config.order, config.doc_tokens, config.hash_seed, progress)
 
 
-def search_run(args, topics):
-    """``clirplug search --method boost``: ``args.model`` scored over the whole ``args.corpus``."""
-    for option in ("model", "corpus"):
-        if not getattr(args, option, None):
-            raise ClirplugError(f"--method boost needs --{option}")
-    model = load(args.model)
-    collection = read_collection(args.corpus, model, progress=not getattr(args, "quiet", False))
-    return model.search(topics, collection, field=args.field, depth=args.hits, progress=not getattr(args, "quiet", False))
+def rerank_run(topics, candidates=None, *, model, corpus, field: str | None = None, depth: int = 1000,
+               progress: bool = True):
+    """The boosting model file ``model`` over ``corpus`` (a JSONL file or folder): each topic's ``candidates``
+    (a run frame) rescored, or without them the whole collection scored; the top ``depth`` as a run frame
+    (``field``: default the one the model was trained on)."""
+    boost = load(model)
+    collection = read_collection(corpus, boost, progress=progress)
+    if candidates is None:
+        return boost.search(topics, collection, field=field, depth=depth, progress=progress)
+    return boost.rerank(topics, collection, candidates, field=field, depth=depth, progress=progress)
+
+
+def search_run(topics, *, model, corpus, field: str | None = None, hits: int = 1000, progress: bool = True):
+    """``clirplug search --method boost``: the whole collection scored (:func:`rerank_run` without candidates)."""
+    return rerank_run(topics, model=model, corpus=corpus, field=field, depth=hits, progress=progress)

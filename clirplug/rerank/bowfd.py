@@ -608,36 +608,55 @@ class NoLMForests:
         return self._cache[key]
 
 
-# ============================================================================ CLI entry point
+# ============================================================================ a run reranked
 
 
-def rerank_run(args, topics):
-    """``clirplug rerank --method bowfd``: BOW-FD over ``args.candidates`` (see ``clirplug.cli.rerank``)."""
-    from clirplug.io.runs import read_run
+def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdConfig(), weights=None,
+               v: float | None = None, kind: str = "hiero", src_lang: str = "de", lm: bool = True, depth: int = 1000,
+               explain=None, progress: bool = True):
+    """BOW-FD over each topic's ``candidates`` (a run frame; ``clirplug rerank --method bowfd``).
+
+    Parameters
+    ----------
+    topics : list of Topic
+        Queried by their ``config.field``, in the language ``src_lang``.
+    candidates : DataFrame
+        The first-stage run whose top ``depth`` documents of each topic are rescored.
+    model : path
+        Translation model folder (``docs/models.md``), decoded with its ``kind`` grammar; without
+        ``lm``, its -LM forests (:class:`NoLMForests`, the paper's ablation).
+    index : path
+        Lucene index of the candidates (statistics and analyzer).
+    config : BowfdConfig
+    weights : path, optional
+        Weights from ``clirplug train bowfd`` (:meth:`BowfdWeights.load`); default: the model's
+        decoder weights and ``v`` on every term.
+    v : float, optional
+        Overrides the IR default weight of ``weights``.
+    explain : path, optional
+        Also write each (query, document)'s winning derivation per sentence as JSON lines.
+
+    Returns
+    -------
+    DataFrame
+        The reranked run (qid, docid, rank, score).
+    """
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
 
-    for option in ("index", "candidates"):
-        if not getattr(args, option, None):
-            raise ClirplugError(f"--method bowfd needs --{option}")
-    config = BowfdConfig(k1=args.k1 if args.k1 is not None else BOWFD_K1,
-                         b=args.b if args.b is not None else BOWFD_B,
-                         beam=args.beam,
-                         sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
-                         field=args.field or "title").check()
-    candidates = read_run(args.candidates)
-    translator = Translator(args.model, kind=args.kind)
+    config.check()
+    translator = Translator(model, kind=kind, src_lang=src_lang)
     translator.restrict_topics(topics, config.field)
-    if args.weights:
-        weights = BowfdWeights.load(args.weights, translator.feature_names)
-        weights.smt = {**translator.weights, **weights.smt}
+    if weights is not None:
+        loaded = BowfdWeights.load(weights, translator.feature_names)
+        loaded.smt = {**translator.weights, **loaded.smt}
     else:
-        weights = BowfdWeights(smt=dict(translator.weights))
-    if args.v is not None:
-        weights.v = args.v
-    forests = NoLMForests(translator) if args.no_lm else translator
-    model = BowFD(forests, LuceneIndex(args.index, progress=not args.quiet), weights, config)
-    if args.explain:
-        with atomic_open(args.explain) as handle:
-            return model.rerank(topics, candidates, args.depth, progress=not args.quiet, explain=handle)
-    return model.rerank(topics, candidates, args.depth, progress=not args.quiet)
+        loaded = BowfdWeights(smt=dict(translator.weights))
+    if v is not None:
+        loaded.v = v
+    forests = translator if lm else NoLMForests(translator)
+    reranker = BowFD(forests, LuceneIndex(index, progress=progress), loaded, config)
+    if explain is not None:
+        with atomic_open(explain) as handle:
+            return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle)
+    return reranker.rerank(topics, candidates, depth, progress=progress)

@@ -1,13 +1,12 @@
 """Options of the boosting and MIRA rerankers, importable without numpy (for fast CLI start-up)."""
 
-import math
 from dataclasses import dataclass
 
-from clirplug.errors import ClirplugError
+from clirplug.settings import Settings, option
 
 
 @dataclass(frozen=True)
-class BoostConfig:
+class BoostConfig(Settings):
     """Every option that changes a boosting model (stored in the model file).
 
     Defaults: T = 5000 features per bag, 10 triples per query, epsilon = 1e-5 and
@@ -18,34 +17,18 @@ class BoostConfig:
     triple's P or M row (they cannot generalize; this halves training time).
     """
 
-    order: int = 2
-    bits: int = 30
-    iterations: int = 5000
-    bags: int = 8
-    triples_per_query: int = 10
-    epsilon: float = 1e-5
-    doc_tokens: int = 300
-    field: str = "title"
-    min_triples: int = 2
-    seed: int = 0
-    hash_seed: int = 0
-
-    def check(self):
-        """Raise ``ClirplugError`` naming the first out-of-range option."""
-        rules = [
-            ("order", self.order in (1, 2), "1 or 2"),
-            ("bits", 1 <= self.bits <= 32, "between 1 and 32"),
-            ("iterations", self.iterations >= 1, "at least 1"),
-            ("bags", self.bags >= 1, "at least 1"),
-            ("triples_per_query", self.triples_per_query >= 1, "at least 1"),
-            ("epsilon", self.epsilon > 0 and math.isfinite(self.epsilon), "positive"),
-            ("doc_tokens", self.doc_tokens >= 1, "at least 1"),
-            ("min_triples", self.min_triples >= 1, "at least 1"),
-        ]
-        for name, ok, expected in rules:
-            if not ok:
-                raise ClirplugError(f"boosting option {name} must be {expected}, got {getattr(self, name)!r}")
-        return self
+    order: int = option(2, "n-gram order: 1 = Boost-1g, 2 = Boost-2g", choices=(1, 2))
+    bits: int = option(30, "hash size b: 2**b buckets", low=1, high=32)
+    iterations: int = option(5000, "T: features selected per bag", low=1)
+    bags: int = option(8, "S: bootstrap samples averaged", low=1)
+    triples_per_query: int = option(10, "training triples drawn: this many times the number of training topics",
+                                    low=1)
+    epsilon: float = option(1e-5, "weight smoothing", above=0.0)
+    doc_tokens: int = option(300, "document tokens used, from the start of the page", low=1)
+    field: str = option("title", "query field", choices=("title", "desc", "narr"))
+    min_triples: int = option(2, "candidate features must occur in this many triples of a bag", low=1)
+    seed: int = option(0, "seed of triple and bootstrap sampling")
+    hash_seed: int = option(0, "seed of the n-gram pair hash")
 
 
 # beta values tried on held-out train topics: learned weights reach several units (the

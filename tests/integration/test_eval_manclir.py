@@ -9,6 +9,8 @@ from clirplug.io.runs import read_run, write_run
 from clirplug.io.topics import read_topics
 from clirplug.lucene.search import bm25_search
 
+pytestmark = pytest.mark.jvm
+
 
 def test_eval_agrees_with_ir_measures_on_manclir_bm25(manclir_de, manclir_index, tmp_path):
     topics = read_topics(manclir_de / "topics.dev.jsonl")

@@ -12,6 +12,8 @@ from clirplug.experiment import stages as stage_module
 from clirplug.experiment.config import load_config
 from clirplug.experiment.runner import run_experiment
 
+pytestmark = pytest.mark.jvm
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.yaml"
 MINIFR = REPO / "tests" / "data" / "minifr"
@@ -24,14 +26,6 @@ def _digests(folder: Path) -> dict[str, str]:
 # the same config on the French fixture: only the collection's path, name and language change;
 # its test split has no qrels
 MINIFR_SETTINGS = [f"collection.path={MINIFR}", "collection.lang=fr", "collection.name=minifr", "splits=[dev, test]"]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo config run once into a fresh root: (config, outcomes)."""
-    root = tmp_path_factory.mktemp("demo-root")
-    config = load_config(DEMO, [f"root={root}"])
-    return config, run_experiment(config, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +54,12 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "runs: {psq: {pl: 0.1}}\n", [], "runs.psq.pl: unknown setting"),
     (BASE + "runs: {x: {method: magic}}\n", [], "runs.x.method: unknown method 'magic'"),
     (BASE + "runs: {b: {method: boost, colour: 1}}\n", [], "runs.b.colour: unknown setting"),
-    (BASE + "runs: {b: {method: boost, order: three}}\n", [], "runs.b: argument --order"),
+    (BASE + "runs: {b: {method: boost, order: three}}\n", [], "runs.b.order: expected int, got 'three'"),
     (BASE + "runs: {b: {method: boost, field: desc}}\n", [], "runs.b.field: set by the experiment itself"),
     (BASE + "runs: {f: {method: fusion, runs: [psq, floor]}}\n", [], "refers to 'psq'"),
-    (BASE + "models: {align: {p0: high}}\n", [], "models.align: argument --p0"),
+    (BASE + "models: {align: {p0: high}}\n", [], "models.align.p0: expected float, got 'high'"),
+    (BASE + "models: {align: {src_lang: de}}\n", [], "models.align.src_lang: unknown setting"),
+    (BASE + "runs: {b: {method: boost, bits: 40}}\n", [], "runs.b.bits: must be at most 32, got 40"),
     (BASE + "measures: [MAP, Magic@3]\n", [], "measures:"),
     (BASE, ["collection.path=/nonexistent"], "collection.path: /nonexistent/corpus.jsonl: no such file"),
     (BASE, ["splits=[dev, nosuchsplit]"], "splits: "),

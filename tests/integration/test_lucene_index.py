@@ -14,6 +14,8 @@ from clirplug.lucene.reader import LENGTH_TABLE, LuceneIndex
 
 from lucene_tiny import TINY_DOCS, write_jsonl
 
+pytestmark = pytest.mark.jvm
+
 
 def test_statistics_of_tiny_index(tiny_index):
     stats = index_statistics(tiny_index)

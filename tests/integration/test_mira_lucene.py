@@ -19,6 +19,8 @@ from clirplug.rerank.mira import (
     train,
 )
 
+pytestmark = pytest.mark.jvm
+
 
 def _t(words, lm):
     return Translation(tuple(words.split()), lm, {"LanguageModel": lm}, (), ())

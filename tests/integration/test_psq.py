@@ -14,6 +14,8 @@ from clirplug.qt.psq import PsqScorer
 
 from lucene_tiny import TINY_DOCS
 
+pytestmark = pytest.mark.jvm
+
 
 def _check_identity(scorer, searcher, text, hits):
     """PSQ with p(t|t) = 1 over the analyzed query equals Lucene's BM25 ranking and scores."""
@@ -157,3 +159,35 @@ def test_cli_psq_errors(tiny_index, tmp_path, capsys):
     assert "no such model folder" in capsys.readouterr().err
     assert main(base + ["--table", str(bad), "--psq", "lambda=1"]) == 2
     assert "--psq: cannot read 'lambda=1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["lambda=1:0:0", "lambda=0.4:0.3:0.3,nbest=3"])
+def test_cli_equals_the_experiments_psq(tiny_index, tmp_path, spec):
+    """``clirplug search --method psq --model`` and the experiment's path (``psq_tune.Builders`` and
+    ``run_settings``, the PsqSource of a model folder) give the same run."""
+    from test_bowfd_lucene import GRAMMAR, LM_TEXT
+
+    from clirplug.mt.grammar import parse_rule, write_grammar
+    from clirplug.mt.lexicon import LexicalTable
+    from clirplug.mt.lm import FALLBACK_DISCOUNTS, estimate, write_arpa
+    from clirplug.qt.psq_tables import PsqSettings
+    from clirplug.qt.psq_tune import Builders, run_settings
+
+    model = tmp_path / "model"
+    model.mkdir()
+    write_grammar([parse_rule(line) for line in GRAMMAR.splitlines()], model / "grammar.hiero.gz")
+    write_arpa(estimate([s.split() for s in LM_TEXT], order=3, discount_fallback=FALLBACK_DISCOUNTS), model / "lm.arpa")
+    LexicalTable.from_entries([("dateien", "files", 0.7), ("dateien", "data", 0.3), ("kopieren", "copy", 1.0),
+                               ("verzeichnis", "directory", 0.6), ("verzeichnis", "folder", 0.4)]).save(
+        model / "lex.e_given_f.npz")
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text('{"id": "a", "title": "dateien kopieren", "desc": "Dateien kopieren. Verzeichnis verschieben."}\n'
+                      '{"id": "b", "title": "verzeichnis", "desc": "dateien in verzeichnis verschieben"}\n')
+    out = tmp_path / "psq.trec"
+    assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--field", "desc", "--output", str(out),
+                 "--method", "psq", "--model", str(model), "--psq", spec, "--hits", "5", "--quiet"]) == 0
+    builders = Builders(model, "hiero", read_topics(topics))
+    experiment = run_settings(PsqScorer(tiny_index), builders, "desc", PsqSettings.parse(spec), hits=5)
+    cli = read_run(out)
+    assert cli[["qid", "docid", "rank"]].values.tolist() == experiment[["qid", "docid", "rank"]].values.tolist()
+    np.testing.assert_allclose(cli["score"], experiment["score"], rtol=1e-6)

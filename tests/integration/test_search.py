@@ -7,6 +7,8 @@ from clirplug.io.runs import read_run
 from clirplug.io.topics import read_topics
 from clirplug.lucene._jvm import jclass
 
+pytestmark = pytest.mark.jvm
+
 
 def anserini_run(index, queries, hits, k1=0.9, b=0.4):
     searcher = jclass("io.anserini.search.SimpleSearcher")(str(index))
@@ -58,3 +60,38 @@ def test_manclir_dev_run_equals_anserini(manclir_de, manclir_index, tmp_path, fi
     expected = anserini_run(manclir_index, {t.id: getattr(t, field) for t in topics[::5]}, 1000)
     assert {qid for qid, hits in expected.items() if hits} == answered & set(expected)
     assert_same_as_anserini(run, expected)
+
+
+def anserini_tsv_topics(path):
+    """The topics Pyserini reads from ``--topics FILE.tsv``: Anserini's ``TsvStringTopicReader``."""
+    reader = jclass("io.anserini.search.topicreader.TopicReader")
+    topics = reader.getTopicsWithStringIdsFromFileWithTopicReaderClass(
+        "io.anserini.search.topicreader.TsvStringTopicReader", str(path))
+    return {str(qid): str(topics.get(qid).get("title")) for qid in topics.keySet().toArray()}
+
+
+def test_translated_tsv_topics_are_searched_as_dt_searches_them(tiny_index, tmp_path):
+    """``translate --format tsv`` then ``search`` (BM25) is DT: the same run; Anserini reads the same topics."""
+    from test_bowfd_lucene import GRAMMAR, LM_TEXT
+
+    from clirplug.mt.grammar import parse_rule, write_grammar
+    from clirplug.mt.lm import FALLBACK_DISCOUNTS, estimate, write_arpa
+
+    model = tmp_path / "model"
+    model.mkdir()
+    write_grammar([parse_rule(line) for line in GRAMMAR.splitlines()], model / "grammar.hiero.gz")
+    write_arpa(estimate([s.split() for s in LM_TEXT], order=3, discount_fallback=FALLBACK_DISCOUNTS), model / "lm.arpa")
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text('{"id": "de.1", "title": "dateien kopieren"}\n{"id": "de.2", "title": "verzeichnis verschieben"}\n'
+                      '{"id": "de.3", "title": "dateien in verzeichnis verschieben"}\n', encoding="utf-8")
+    translated = tmp_path / "topics.en.tsv"
+    assert main(["translate", "--model", str(model), "--input", str(topics), "--format", "tsv", "--output",
+                 str(translated), "--no-cache", "--quiet"]) == 0
+    queries = {topic.id: topic.title for topic in read_topics(translated)}
+    assert anserini_tsv_topics(translated) == queries and len(queries) == 3
+    common = ["--index", str(tiny_index), "--hits", "4", "--run-tag", "x", "--quiet"]
+    assert main(["search", "--topics", str(translated), "--output", str(tmp_path / "bm25.trec"), *common]) == 0
+    assert main(["search", "--method", "dt", "--model", str(model), "--topics", str(topics),
+                 "--output", str(tmp_path / "dt.trec"), *common]) == 0
+    assert (tmp_path / "bm25.trec").read_bytes() == (tmp_path / "dt.trec").read_bytes()
+    assert_same_as_anserini(read_run(tmp_path / "bm25.trec"), anserini_run(tiny_index, queries, 4))

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from conftest import GRAMMAR, OLD, RUN_A, TOPICS, check_refused, gz, put, run_cli, snapshot
 
+pytestmark = pytest.mark.cli
+
 TOPIC_LINE = json.dumps(TOPICS[0]) + "\n"
 EXPERIMENT = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 
@@ -311,8 +313,8 @@ WRITERS = {
     "translate": (["translate", "--model", "{w}/model", "--input", "{w}/topics.jsonl"], "--output"),
     "rerank": ([*BOWFD, "--candidates", "{w}/a.trec"], "--output"),
     "rerank --explain": (bowfd(), "--explain"),
-    "train lm": (["train", "lm", "--text", "{w}/text.en"], "--out"),
-    "train grammar": (["train", "grammar", "--kind", "hiero", "--model", "{w}/model"], "--out"),
+    "train lm": (["train", "lm", "--text", "{w}/text.en"], "--output"),
+    "train grammar": (["train", "grammar", "--kind", "hiero", "--model", "{w}/model"], "--output"),
     "train boost": (["train", "boost", "--topics", "{w}/topics.jsonl", "--qrels", "{w}/qrels.txt", "--corpus",
                      "{w}/corpus.jsonl"], "--output"),
     "train mira": (["train", "mira", "--model", "{w}/model", "--index", "{w}/index", "--topics", "{w}/topics.jsonl",

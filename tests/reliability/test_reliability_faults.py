@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import OLD, RUN_A, RUN_B, snapshot
 
+pytestmark = pytest.mark.jvm
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = REPO / "configs" / "demo.yaml"
 DEMO_DATA = REPO / "clirplug" / "data" / "demo"

@@ -12,6 +12,8 @@ from clirplug.mt.hypergraph import HypergraphBuilder
 from clirplug.mt.kbest import kbest, unique_kbest
 from clirplug.mt.preprocess import MAX_SENTENCE_TOKENS, chunks, topic_sentences
 
+pytestmark = pytest.mark.cli
+
 DEPTH = 5000  # far beyond Python's default recursion limit of 1000
 
 

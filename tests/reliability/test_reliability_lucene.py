@@ -6,6 +6,8 @@ import shutil
 import pytest
 from conftest import DOCS, check_refused, jsonl, put, run_cli
 
+pytestmark = pytest.mark.jvm
+
 
 @pytest.fixture(scope="module")
 def lucene_index(tmp_path_factory):

@@ -24,6 +24,8 @@ from clirplug.mt.symmetrize import (
     union,
 )
 
+pytestmark = pytest.mark.cli
+
 # ---------------------------------------------------------------- fixtures
 
 SRC = [

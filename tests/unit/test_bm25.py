@@ -13,6 +13,8 @@ import scipy.sparse as sp
 from clirplug import bm25
 from clirplug.errors import ClirplugError
 
+pytestmark = pytest.mark.unit
+
 # ---------------------------------------------------------------- hand-computed values
 
 

@@ -27,6 +27,8 @@ from clirplug.rerank.boosting import (
 )
 from clirplug.rerank.config import BoostConfig
 
+pytestmark = pytest.mark.cli
+
 # ----------------------------------------------------------------------------- FIXTURES
 
 BITS = 20  # roomy enough that the tiny vocabularies below never collide (asserted)

@@ -33,6 +33,8 @@ from clirplug.rerank.bowfd_train import (
     training_documents,
 )
 
+pytestmark = pytest.mark.unit
+
 WORDS = ["Files", "file", "the", "copy", "copies", "foo-bar", "dir", "move", "a"]
 STOP = {"the", "a"}
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "clirplug"
 LUCENE = PACKAGE / "lucene"
@@ -75,3 +77,41 @@ def test_imports_are_resolved_as_python_resolves_them(tmp_path, monkeypatch):
     init = package / "__init__.py"
     init.write_text("from .mod import x\n")
     assert "clirplug.sub.mod" in imported_modules(init)
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """clirplug module -> the clirplug modules it imports (anywhere in the file, lazily or not)."""
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    return {name: {m for m in imported_modules(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def test_experiment_does_not_import_the_command_line():
+    upward = sorted(f"{name} -> {m}" for name, imports in _package_graph().items()
+                    if name.startswith("clirplug.experiment") for m in imports if m.startswith("clirplug.cli"))
+    assert upward == []
+
+
+def test_the_library_does_not_import_the_command_line():
+    """Only the command line (and ``python -m clirplug``) imports ``clirplug.cli``."""
+    upward = sorted(f"{name} -> {m}" for name, imports in _package_graph().items()
+                    if not name.startswith("clirplug.cli") and name != "clirplug.__main__"
+                    for m in imports if m.startswith("clirplug.cli"))
+    assert upward == []
+
+
+def test_the_experiment_modules_import_each_other_without_a_circle():
+    graph = {name: {m for m in imports if m.startswith("clirplug.experiment")}
+             for name, imports in _package_graph().items() if name.startswith("clirplug.experiment")}
+    state = {}
+
+    def visit(name, path):
+        if state.get(name) == "open":
+            raise AssertionError("import circle: " + " -> ".join(path + [name]))
+        if state.get(name) != "done":
+            state[name] = "open"
+            for other in sorted(graph[name]):
+                visit(other, path + [name])
+            state[name] = "done"
+
+    for name in sorted(graph):
+        visit(name, [])

@@ -8,6 +8,8 @@ from clirplug.errors import ClirplugError
 from clirplug.mt.compound import CompoundSplitter
 from clirplug.stopwords import load_stopwords
 
+pytestmark = pytest.mark.unit
+
 # Hand-made frequencies; every expected split below is computed in its comment.
 COUNTS = {
     "aktion": 20, "aktionsplan": 5, "plan": 50,  # sqrt(20*50)=31.6 > 5: split, filler "s"

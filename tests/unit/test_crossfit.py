@@ -9,6 +9,8 @@ from clirplug.errors import ClirplugError
 from clirplug.qt.psq_tables import PsqSettings
 from clirplug.qt.psq_tune import coordinate_search, grid_axes, may_decode, with_value
 
+pytestmark = pytest.mark.unit
+
 
 def test_page_name_drops_the_section_only():
     assert page_name("printf.3") == "printf"

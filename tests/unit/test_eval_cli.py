@@ -11,6 +11,8 @@ from clirplug.cli import add_commands
 from clirplug.cli import eval as eval_cli
 from clirplug.errors import ClirplugError
 
+pytestmark = pytest.mark.cli
+
 QRELS = "q1 0 a 2\nq1 0 b 1\nq1 0 c 0\nq2 0 a 1\nq2 0 e 2\nq3 0 x 1\n"
 RUN_A = "q1 Q0 b 1 4.0 A\nq1 Q0 z 2 3.0 A\nq1 Q0 a 3 2.0 A\nq2 Q0 d 1 0.9 A\nq2 Q0 a 2 0.7 A\nq3 Q0 x 1 1 A\n"
 RUN_B = "q1 Q0 a 1 4.0 B\nq1 Q0 b 2 3.0 B\nq2 Q0 e 1 0.9 B\nq2 Q0 a 2 0.7 B\nq3 Q0 y 1 1 B\n"

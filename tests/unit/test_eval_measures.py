@@ -9,6 +9,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.eval.measures import evaluate, parse_measures
 
+pytestmark = pytest.mark.unit
+
 QRELS = pd.DataFrame({
     "qid": ["q1", "q1", "q1", "q2", "q2", "q3"],
     "docid": ["a", "b", "c", "a", "d", "x"],

@@ -7,6 +7,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.eval.pres import pres
 
+pytestmark = pytest.mark.unit
+
 
 def frames(relevant_ranks, n_relevant, length=100, qid="q"):
     """A run of ``length`` documents with relevant ones at ``relevant_ranks`` (1-based)."""

@@ -7,6 +7,8 @@ import pytest
 
 from clirplug.eval.significance import MARKER, marker, randomization_test
 
+pytestmark = pytest.mark.unit
+
 
 def exact_p_value(system, baseline):
     """All 2^n sign flips: the exact two-sided permutation p-value of the mean difference."""

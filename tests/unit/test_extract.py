@@ -13,6 +13,8 @@ from clirplug.mt.grammar import filter_for_sentence, format_rule, read_grammar, 
 import extract_reference as reference
 from extract_reference import hiero_choices, phrase_pairs, tight_phrase_pairs
 
+pytestmark = pytest.mark.cli
+
 # ---------------------------------------------------------------- FIXTURES
 #
 # sentence 0   das haus            / the house .        0-0 1-1        ("." unaligned)

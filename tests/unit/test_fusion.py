@@ -9,6 +9,8 @@ from clirplug.fusion import FUSERS, fuse
 from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
 from clirplug.io.runs import read_run, sort_run, write_run
 
+pytestmark = pytest.mark.cli
+
 # ----------------------------------------------------------------------------- FIXTURES
 
 RUN_A = {"q1": {"d1": 3.0, "d2": 1.0, "d3": -1.0}, "q2": {"x": 5.0, "y": 5.0}}

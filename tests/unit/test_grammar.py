@@ -21,6 +21,8 @@ from clirplug.mt.grammar import (
     write_grammar,
 )
 
+pytestmark = pytest.mark.unit
+
 # ---------------------------------------------------------------- parsing
 
 

@@ -11,6 +11,8 @@ from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
 from clirplug.mt.kbest import kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
 
+pytestmark = pytest.mark.unit
+
 FEATURES = ("a", "b", "c")
 
 

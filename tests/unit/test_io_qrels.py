@@ -5,6 +5,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.io.qrels import read_qrels
 
+pytestmark = pytest.mark.unit
+
 
 def test_reads_graded_qrels_with_string_ids(tmp_path):
     path = tmp_path / "qrels.txt"

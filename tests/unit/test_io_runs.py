@@ -6,6 +6,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS, read_run, sort_run, write_run
 
+pytestmark = pytest.mark.unit
+
 RUN = """\
 q2 Q0 b 1 1.5 tagA
 q1 Q0 a 7 0.25 tagA

@@ -7,6 +7,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.io.topics import Topic, read_topics, topic_field, write_topics
 
+pytestmark = pytest.mark.unit
+
 TREC = """\
 <top>
 <num> Number: ls.1 </num>

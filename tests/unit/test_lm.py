@@ -16,6 +16,8 @@ from clirplug.mt.lm import (
     write_arpa,
 )
 
+pytestmark = pytest.mark.cli
+
 # ---------------------------------------------------------------- FIXTURES
 
 TOY = [["a", "b"], ["a", "a"]]  # <s> a b </s>, <s> a a </s>

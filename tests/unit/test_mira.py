@@ -25,6 +25,8 @@ from clirplug.rerank.mira import (
     train_mira,
 )
 
+pytestmark = pytest.mark.unit
+
 # Three candidates over two features; the decoder's weights (1, 0) rank candidate 0 first.
 FEATURES = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 3.0]])
 AP = np.array([0.2, 0.8, 0.5])
@@ -225,18 +227,14 @@ def test_rank_with_retrieval_features_needs_the_index():
 
 
 def test_search_refuses_other_dt_stopwords_than_training(tmp_path):
-    from argparse import Namespace
-
     from clirplug.rerank.mira import search_run
 
     MiraModel(["LanguageModel"], [1.0], {"kind": "flat", "nbest": 2, "stopwords": ["the"]}).save(tmp_path / "m.json")
-    (tmp_path / "stop.txt").write_text("the\nof\n")
-    args = Namespace(model=str(tmp_path / "no-model"), mira=str(tmp_path / "m.json"), kind="flat", stopwords=None)
+    options = {"index": str(tmp_path / "no-index"), "model": str(tmp_path / "no-model"), "mira": str(tmp_path / "m.json"),
+               "kind": "flat"}
     with pytest.raises(ClirplugError, match="trained with 1 DT stopwords, given 0"):
-        search_run(args, [])
-    args.stopwords = str(tmp_path / "stop.txt")
+        search_run([], **options)
     with pytest.raises(ClirplugError, match="trained with 1 DT stopwords, given 2"):
-        search_run(args, [])
-    args.kind = "hiero"
+        search_run([], **options, stopwords=["the", "of"])
     with pytest.raises(ClirplugError, match="give --kind flat"):
-        search_run(args, [])
+        search_run([], **{**options, "kind": "hiero"}, stopwords=["the", "of"])

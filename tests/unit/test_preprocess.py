@@ -5,6 +5,8 @@ import pytest
 from clirplug.mt.compound import CompoundSplitter
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences, tokenize
 
+pytestmark = pytest.mark.unit
+
 TOKEN_CASES = [
     ("Das ist gut.", ["Das", "ist", "gut", "."]),
     ("siehe ls(1) und /etc/passwd", ["siehe", "ls", "(", "1", ")", "und", "/etc/passwd"]),

@@ -23,6 +23,8 @@ from clirplug.qt.psq_tables import (
 )
 from clirplug.stopwords import load_stopwords
 
+pytestmark = pytest.mark.unit
+
 TABLE = {"datei": {"file": 0.7, "data file": 0.2, "the": 0.1}, "liste": {"list": 1.0}}
 
 

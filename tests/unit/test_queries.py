@@ -9,6 +9,8 @@ from clirplug.errors import ClirplugError
 from clirplug.io.topics import Topic, read_topics
 from clirplug.mt.queries import opening_line, page_lines, parallel_queries, write_parallel
 
+pytestmark = pytest.mark.cli
+
 TOPICS = [
     Topic("ls.1", "Verzeichnis-\ninhalte  auflisten", "Listet Dateien auf. Sortiert sie alphabetisch."),
     Topic("cat.1", "Dateien verketten", "Verkettet Dateien. Schreibt sie aus."),

@@ -5,6 +5,8 @@ import pytest
 
 from clirplug.mt.semiring import LOG, REAL, SEMIRINGS, TROPICAL
 
+pytestmark = pytest.mark.unit
+
 
 def _values(semiring, rng):
     if semiring is REAL:

@@ -8,6 +8,8 @@ from clirplug.mt.translator import Translator
 
 from test_decoder import ARPA, GRAMMAR
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture()
 def model(tmp_path):

@@ -11,6 +11,8 @@ from clirplug.eval.measures import evaluate
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import read_run
 
+pytestmark = pytest.mark.unit
+
 # trec_eval name -> clirplug (ir_measures) name
 MEASURES = {
     "map": "MAP",

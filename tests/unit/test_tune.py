@@ -15,6 +15,8 @@ from clirplug.mt.tune import (
     sentence_bleu,
 )
 
+pytestmark = pytest.mark.cli
+
 
 def test_sentence_bleu_equals_sacrebleu_add_one():
     rng = np.random.default_rng(0)

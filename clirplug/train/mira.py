@@ -1,0 +1,71 @@
+"""The MIRA step: weights reranking the decoder's n-best query translations by retrieval AP (Nikoulina et al. 2012)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
+from clirplug.rerank.config import MIRA_C_GRID, MIRA_EPOCHS, MIRA_FOLDS, MIRA_NBEST
+from clirplug.settings import Settings, option
+
+
+@dataclass(frozen=True)
+class MiraSettings(Settings):
+    """Options of ``clirplug train mira``."""
+
+    nbest: int = option(MIRA_NBEST, "candidates per sentence", low=2)
+    C: tuple[float, ...] = option(MIRA_C_GRID, "clip values tried by cross-validation; 0 = the decoder's 1-best",
+                                  low=0.0, metavar="C")
+    epochs: int = option(MIRA_EPOCHS, "passes over the queries", low=1)
+    folds: int = option(MIRA_FOLDS, "cross-validation folds", low=2)
+    seed: int = option(0, "seed of the query orders and folds")
+    hits: int = option(1000, "search depth AP is computed over", low=1)
+    k1: float = option(ANSERINI_K1, "BM25 k1")
+    b: float = option(ANSERINI_B, "BM25 b")
+
+    def validate(self) -> None:
+        check_bm25(self.k1, self.b)
+
+
+def train_mira(model: Path, kind: str, index: Path, topics: Path, qrels: Path, field: str, output: Path,
+               settings: MiraSettings = MiraSettings(), *, stopwords: Path | None = None,
+               searches: Path | None = None, progress: bool = True):
+    """Train on ``topics`` with their ``qrels``; save to ``output``.
+
+    ``searches`` keeps the AP of every candidate query searched (gzipped JSON) and reuses it when
+    the qrels, index and search settings match. ``stopwords`` are removed before search (as DT's).
+    """
+    from clirplug.atomic import check_output
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.topics import read_topics
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.lucene.search import Bm25Searcher
+    from clirplug.mt.translator import Translator
+    from clirplug.rerank.mira import train
+    from clirplug.stopwords import read_stopwords
+
+    check_output(output)
+    if searches:
+        check_output(searches, "--searches")
+    topic_list, judgements = read_topics(topics), read_qrels(qrels)
+    words = read_stopwords(stopwords) if stopwords else ()
+    translator = Translator(model, kind=kind)
+    searcher = Bm25Searcher(index, settings.k1, settings.b)
+    reader = LuceneIndex(index, progress=progress)
+    try:
+        trained = train(topic_list, judgements, translator, searcher, reader, field, settings.nbest, list(settings.C),
+                        settings.epochs, settings.folds, settings.seed, words, settings.hits, progress=progress,
+                        searches_path=searches)
+    finally:
+        searcher.close()
+        reader.close()
+    trained.save(output)
+    s = trained.stats
+    print(f"{s['topics']} topics, {s['instances']} instances ({s['informative_instances']} with differing APs), "
+          f"{s['distinct_queries']} distinct queries, {s['searches']} searched now")
+    print("cross-validation (C: mean held-out AP ± paired SE to the best): " + ", ".join(
+        f"{c:g}: {v:.4f} ± {e:.4f}" for (c, v), e in zip(s["cross_validation"], s["cross_validation_se"])))
+    print(f"C = {s['C']:g} (one-standard-error rule; the argmax is C = {s['C_argmax']:g}, {s['cv_ap_argmax']:.4f}); "
+          f"train mean AP: decoder 1-best {s['train_ap_decoder_1best']:.4f}, reranked {s['train_ap_reranked']:.4f}, "
+          f"oracle {s['train_ap_oracle']:.4f}")
+    print(f"wrote {output}")
+    return trained

@@ -1,0 +1,122 @@
+"""The command line as a whole: one name per option across commands, old names hidden, plain help texts,
+and no argparse in the library."""
+
+import ast
+import re
+
+import pytest
+from test_code_rules import PACKAGE, REPO, imported_modules
+
+from clirplug.cli import COMMANDS, build_parser
+from clirplug.rerank import RERANKERS
+
+pytestmark = pytest.mark.cli
+
+# command -> (required options, with placeholders), for parsing option lists without running anything
+REQUIRED = {
+    "search": ["--topics", "t.jsonl"],
+    "translate": ["--model", "m", "--input", "t.jsonl"],
+    "rerank": ["--method", "bowfd", "--model", "m", "--topics", "t.jsonl"],
+    "fuse": ["--runs", "a.trec", "b.trec"],
+}
+# (command, old option, value, the current option's dest, the value parsed)
+ALIASES = [
+    *[(command, "--out", "run.trec", "output", "run.trec") for command in REQUIRED],
+    *[(command, "--lang", "fr", "src_lang", "fr") for command in ("search", "translate", "rerank")],
+]
+# Options whose name every command shares: (current name, old names)
+SHARED = {"--output": ["--out"], "--src-lang": ["--lang"], "--threads": []}
+
+
+def parse(argv):
+    return build_parser().parse_args(argv)
+
+
+def help_text(capsys, monkeypatch, *command):
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as stop:
+        parse([*command, "--help"])
+    assert stop.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command, old, value, dest, parsed", ALIASES)
+def test_old_option_names_parse_as_the_current_ones(command, old, value, dest, parsed):
+    args = parse([command, *REQUIRED[command], *(["--output", "x"] if dest != "output" else []), old, value])
+    assert getattr(args, dest) == parsed
+
+
+def test_required_output_is_satisfied_by_its_old_name():
+    args = parse(["search", "--topics", "t.jsonl", "--out", "run.trec"])
+    assert args.output == "run.trec"
+    with pytest.raises(SystemExit):
+        parse(["search", "--topics", "t.jsonl"])  # neither --output nor --out
+
+
+@pytest.mark.parametrize("command", sorted(REQUIRED) + ["index", "eval", "demo"])
+def test_help_shows_each_shared_option_under_its_current_name_only(command, capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, command)
+    for current, old_names in SHARED.items():
+        for old in old_names:
+            assert not re.search(rf"{re.escape(old)}\b(?!-)", text), f"{command} --help shows {old}"
+    for other in ("--out-", "--outfile", "--jobs", "--workers", "--query-lang", "--language-src"):
+        assert other not in text
+    if command in ("search", "translate", "rerank", "fuse"):
+        assert "--output FILE" in text
+
+
+def test_top_level_help_is_plain_text_with_one_line_per_command(capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch)
+    for markup in ("``", "`", ":func:", ":class:", ":mod:", ".. ", "**"):
+        assert markup not in text, f"raw markup {markup!r} in clirplug --help"
+    assert text.splitlines()[2].startswith("Cross-language information retrieval")
+    for name in COMMANDS:
+        assert re.search(rf"^    {name}\b", text, re.MULTILINE), name
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_each_command_help_is_one_plain_line(command):
+    import importlib
+
+    text = importlib.import_module(COMMANDS[command]).HELP
+    assert "\n" not in text and "`" not in text and text == text.strip() and text[0].islower()
+
+
+def test_rerank_help_lists_every_reranker_on_one_line(capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, "rerank")
+    listing = text[text.index("rerankers (--method):"):].splitlines()[1:]
+    assert [line.split()[0] for line in listing] == list(RERANKERS)
+    assert all(len(line) < 80 and len(line.split()) > 2 for line in listing)
+
+
+def test_search_help_lists_every_method_on_one_line(capsys, monkeypatch):
+    from clirplug.cli.search import RUNNERS, SEARCH_METHODS
+
+    text = help_text(capsys, monkeypatch, "search")
+    listing = text[text.index("methods (--method):"):].splitlines()[1:]
+    assert [line.split()[0] for line in listing] == list(SEARCH_METHODS) == list(RUNNERS)
+    assert all(len(line) < 80 for line in listing)
+
+
+# ----------------------------------------------------------------------------- the library takes no Namespace
+
+def _library_modules():
+    cli = PACKAGE / "cli"
+    return [path for path in sorted(PACKAGE.rglob("*.py")) if cli not in path.parents]
+
+
+def test_only_clirplug_cli_imports_argparse():
+    importers = [str(path.relative_to(REPO)) for path in _library_modules() if "argparse" in imported_modules(path)]
+    assert importers == []
+
+
+def test_no_library_function_takes_parsed_arguments():
+    """A parameter named ``args`` (not ``*args``) is how a function takes an ``argparse.Namespace``."""
+    found = []
+    for path in _library_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+                if "args" in names:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
+    assert found == []

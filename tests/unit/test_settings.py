@@ -1,0 +1,109 @@
+"""Settings classes: one declaration gives the Python object, the YAML check and the CLI flags."""
+
+import argparse
+import dataclasses
+
+import pytest
+
+from clirplug.cli.options import add_settings, settings_from_args
+from clirplug.errors import ClirplugError
+from clirplug.settings import Settings, option
+from clirplug.train.align import AlignSettings
+from clirplug.train.boost import BoostSettings
+from clirplug.train.bowfd import BowfdSettings
+from clirplug.train.grammar import GrammarSettings
+from clirplug.train.lm import LmSettings
+from clirplug.train.mira import MiraSettings
+from clirplug.train.weights import WeightsSettings
+
+pytestmark = pytest.mark.cli
+
+ALL = [AlignSettings, GrammarSettings, LmSettings, WeightsSettings, BoostSettings, BowfdSettings, MiraSettings]
+
+
+@dataclasses.dataclass(frozen=True)
+class Example(Settings):
+    count: int = option(3, "how many", low=1)
+    scale: float = option(0.5, "how much", low=0.0, high=1.0)
+    name: str = option("a", "which", choices=("a", "b"))
+    grid: tuple[float, ...] = option((0.1, 0.2), "values tried", above=0.0)
+    cap: int | None = option(None, "optional limit", low=1)
+    on: bool = option(True, "a switch")
+
+
+def test_values_are_converted_and_checked_on_construction():
+    assert Example(scale=1).scale == 1.0 and isinstance(Example(scale=1).scale, float)
+    assert Example(grid=[1, 2]).grid == (1.0, 2.0)
+    for bad, message in [({"count": 0}, "count: must be at least 1, got 0"),
+                         ({"scale": 1.5}, "scale: must be at most 1.0"),
+                         ({"name": "c"}, "name: expected one of a, b, got 'c'"),
+                         ({"grid": [0.1, 0]}, "grid: must be above 0.0"),
+                         ({"grid": []}, "grid: expected a non-empty list"),
+                         ({"count": 2.5}, "count: expected int, got 2.5"),
+                         ({"count": True}, "count: expected int, got True"),
+                         ({"on": "yes"}, "on: expected bool"),
+                         ({"scale": float("nan")}, "scale: expected a finite number")]:
+        with pytest.raises(ClirplugError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            Example(**bad)
+
+
+def test_frozen_and_replace_checks_again():
+    settings = Example()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.count = 4
+    assert settings.replace(count=4).count == 4
+    with pytest.raises(ClirplugError, match="count: must be at least 1"):
+        settings.replace(count=0)
+
+
+def test_yaml_mapping_names_the_key():
+    assert Example.from_mapping({"count": 5}, "runs.x") == Example(count=5)
+    assert Example.from_mapping(None, "runs.x") == Example()
+    with pytest.raises(ClirplugError, match=r"runs\.x\.colour: unknown setting \(known: count, scale"):
+        Example.from_mapping({"colour": 1}, "runs.x")
+    with pytest.raises(ClirplugError, match=r"runs\.x\.count: must be at least 1, got 0"):
+        Example.from_mapping({"count": 0}, "runs.x")
+    with pytest.raises(ClirplugError, match=r"runs\.x: expected a mapping"):
+        Example.from_mapping([1], "runs.x")
+
+
+def test_command_line_flags_come_from_the_class_and_give_the_same_object():
+    parser = argparse.ArgumentParser()
+    add_settings(parser, Example)
+    assert settings_from_args(Example, parser.parse_args([])) == Example()
+    args = parser.parse_args(["--count", "7", "--grid", "0.3", "0.4", "--no-on", "--cap", "2", "--name", "b"])
+    assert settings_from_args(Example, args) == Example(count=7, grid=(0.3, 0.4), on=False, cap=2, name="b")
+    with pytest.raises(ClirplugError, match="--count: must be at least 1, got 0"):
+        settings_from_args(Example, parser.parse_args(["--count", "0"]))
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
+def test_every_training_step_has_documented_valid_defaults_and_a_flag_per_setting(cls):
+    settings = cls()  # the defaults pass their own checks
+    assert all(f.metadata.get("help") for f in dataclasses.fields(cls))
+    parser = argparse.ArgumentParser()
+    add_settings(parser, cls)
+    flags = {action.dest for action in parser._actions}
+    assert set(cls.names()) <= flags
+    assert settings_from_args(cls, parser.parse_args([])) == settings
+    assert cls.from_mapping(settings.as_dict(), "x") == settings
+
+
+def test_training_commands_offer_every_setting_of_their_step():
+    from clirplug.cli import build_parser
+
+    parser = build_parser()
+    commands = {"align": AlignSettings, "grammar": GrammarSettings, "lm": LmSettings, "weights": WeightsSettings,
+                "boost": BoostSettings, "bowfd": BowfdSettings, "mira": MiraSettings}
+    train = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    steps = next(a for a in train._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, cls in commands.items():
+        dests = {action.dest for action in steps[name]._actions}
+        assert set(cls.names()) <= dests, name
+
+
+def test_bm25_parameters_use_the_one_bm25_check():
+    with pytest.raises(ClirplugError, match="BM25 k1 must be a finite number >= 0"):
+        MiraSettings(k1=-1)
+    with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
+        BowfdSettings(b=2)
