@@ -13,8 +13,8 @@ For a tokenized source sentence the decoder (Chiang 2007)
    first, up to ``pop_limit`` pops per cell; a popped candidate is scored exactly (its LM
    increment included) and recombined with the cell's hypotheses of equal LM state;
 4. returns the +LM forest (:class:`~clirplug.mt.hypergraph.Hypergraph`): one node per
-   recombined hypothesis, one edge per popped candidate, and a goal edge per ``S(0, n)``
-   hypothesis that adds ``<s>`` and ``</s>``.
+   recombined hypothesis, one edge per popped candidate (of those the goal reaches), and a
+   goal edge per ``S(0, n)`` hypothesis that adds ``<s>`` and ``</s>``.
 
 LM state. A hypothesis with yield ``w_1..w_m`` keeps its first ``min(m, n-1)`` words, whose
 probabilities need left context not known yet (their null-context score only guides the
@@ -31,7 +31,11 @@ derivation, the empty translation.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
+import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -67,7 +71,7 @@ class _Compiled:
 
     ``segments`` is the target template with consecutive terminals grouped into word tuples
     (tail indices stay ints); ``head`` is the LM combination of a leading word tuple, made on
-    first use (the whole combination for a rule without nonterminals).
+    first use in a sentence (the whole combination for a rule without nonterminals).
     """
 
     __slots__ = ("features", "head", "links", "priority", "rest", "rule", "segments", "static", "template")
@@ -100,42 +104,79 @@ class _Compiled:
 
 
 class _Hypothesis:
-    """A +LM chart item: its forest node, Viterbi inside score and LM state (``estimate`` is
-    the null-context score of its ``pending`` words)."""
+    """A +LM chart item: its Viterbi inside score and LM state (``estimate`` is the
+    null-context score of its ``pending`` words), its cell and rank of creation in it, its
+    creation number in the sentence (``number``) and its incoming edges as ``(rule, tail
+    hypotheses, LM increment, source elements)`` records; ``node`` is its forest node once
+    the goal reaches it."""
 
-    __slots__ = ("estimate", "full", "node", "pending", "score", "state")
+    __slots__ = ("cell", "edges", "estimate", "full", "index", "node", "number", "pending", "score", "state")
 
-    def __init__(self, node, score, pending, state, full, estimate):
-        self.node, self.score, self.pending, self.state, self.full = node, score, pending, state, full
-        self.estimate = estimate
+    def __init__(self, number, score, pending, state, full, estimate, cell, index):
+        self.number, self.score, self.pending, self.state, self.full = number, score, pending, state, full
+        self.estimate, self.cell, self.index, self.edges, self.node = estimate, cell, index, [], None
+
+
+class _State(dict):
+    """An LM state of the chart, interned: one object per distinct kenlm state (``kenlm``) in a
+    sentence, so identity is equality (recombination hashes it as cheaply as an int). As a dict
+    it memoises its word scores: ``word -> (log10 p(word | state), next state)``."""
+
+    __slots__ = ("kenlm",)
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+
+
+_NO_LM = (0.0, (), None, True, 0.0)  # combine's values without an LM
+_SCORE = operator.attrgetter("score")
 
 
 class _ChartLM:
     """The LM in the chart: Chiang's (2007, §5.3) split of a yield into pending and scored words.
 
-    Scores come from :class:`~clirplug.mt.lm.LanguageModel` (``lm``; ``None``: no LM). Word
-    scores are memoised by ``(state, word)`` (kenlm states compare by value) for the current
-    sentence: cube pruning rescores the same boundary words in the same contexts many times
-    (about 30 calls per distinct pair on manclir-de titles).
+    Scores come from :class:`~clirplug.mt.lm.LanguageModel` (``lm``; ``None``: no LM). States
+    are :class:`_State` objects that memoise their word scores for the current sentence: cube
+    pruning rescores the same boundary words in the same contexts many times (about 30 calls per
+    distinct pair on manclir-de titles). :meth:`reset` ends a sentence.
     """
 
     def __init__(self, lm: LanguageModel | None):
         self.lm = lm
         self.context = lm.order - 1 if lm is not None else 0
-        self.memo: dict = {}
-        if lm is not None:
-            self.null, self.bos = lm.null_state(), lm.begin_state()
+        self.interned: dict = {}
+        self.headed: list[_Compiled] = []  # the rules whose head holds this sentence's states
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the memoised scores (and the rule heads holding states): a new sentence."""
+        for rule in self.headed:
+            rule.head = None
+        self.headed.clear()
+        for state in self.interned.values():
+            state.clear()  # states refer to each other: break the cycles
+        self.interned.clear()
+        if self.lm is not None:
+            self.null, self.bos = self._intern(self.lm.null_state()), self._intern(self.lm.begin_state())
+
+    def _intern(self, kenlm_state) -> _State:
+        state = self.interned.get(kenlm_state)  # kenlm states compare by value
+        if state is None:
+            state = self.interned[kenlm_state] = _State()
+            state.kenlm = kenlm_state
+        return state
+
+    def _advance(self, state: _State, word: str):
+        """``(log10 p(word | state), next state)``, computed and memoised in ``state``."""
+        score, following = self.lm.advance(state.kenlm, word)
+        hit = state[word] = (score, self._intern(following))
+        return hit
 
     def estimate(self, words: Sequence[str]) -> float:
         """Null-context log10 score of ``words`` (a search heuristic only)."""
         if self.lm is None or not words:
             return 0.0
         return self.lm.score(words, bos=False, eos=False)
-
-    def _score(self, state, word):
-        """``(log10 p(word | state), next state)``, memoised."""
-        hit = self.memo[(state, word)] = self.lm.advance(state, word)
-        return hit
 
     def combine(self, rule: _Compiled, tails):
         """``(increment, pending words, right state, full, estimate)`` of applying ``rule``.
@@ -148,27 +189,30 @@ class _ChartLM:
         rule: the results are equal, float for float, to the plain word by word loop.
         """
         if self.lm is None:
-            return 0.0, (), None, True, 0.0
-        memo, context = self.memo, self.context
+            return _NO_LM
+        context = self.context
         first = rule.segments[0]
         if first.__class__ is int:
             tail = tails[first]
             pending, estimate, state = tail.pending, tail.estimate, tail.state
             count, increment = len(pending), 0.0
         else:
-            if rule.head is None:
-                rule.head = self._lead(first)
+            head = rule.head
+            if head is None:
+                head = rule.head = self._lead(first)
+                self.headed.append(rule)
             if not rule.rest:
-                return rule.head
-            increment, pending, state, _, estimate = rule.head
+                return head
+            increment, pending, state, _, estimate = head
             count = len(first)
+        advance = self._advance
         for segment in rule.rest:
             if segment.__class__ is int:
                 tail = tails[segment]
                 if count >= context:  # every word is scored in full context
                     for word in tail.pending:
-                        p, state = memo.get((state, word)) or self._score(state, word)
-                        increment += p
+                        score, state = state.get(word) or advance(state, word)
+                        increment += score
                     if tail.full:
                         state = tail.state
                     continue
@@ -176,12 +220,12 @@ class _ChartLM:
             else:
                 tail, words = None, segment
             for word in words:
-                p, state = memo.get((state, word)) or self._score(state, word)
+                score, state = state.get(word) or advance(state, word)
                 if count < context:
                     pending += (word,)
-                    estimate += p
+                    estimate += score
                 else:
-                    increment += p
+                    increment += score
                 count += 1
             if tail is not None and tail.full:
                 state = tail.state
@@ -191,11 +235,11 @@ class _ChartLM:
         """``combine``'s values after ``words`` from the null context."""
         state, increment, estimate = self.null, 0.0, 0.0
         for count, word in enumerate(words):
-            p, state = self.memo.get((state, word)) or self._score(state, word)
+            score, state = state.get(word) or self._advance(state, word)
             if count < self.context:
-                estimate += p
+                estimate += score
             else:
-                increment += p
+                increment += score
         return increment, words[: self.context], state, len(words) >= self.context, estimate
 
     def finish(self, hypothesis: _Hypothesis) -> float:
@@ -204,11 +248,32 @@ class _ChartLM:
             return 0.0
         state, total = self.bos, 0.0
         for word in hypothesis.pending:
-            p, state = self.lm.advance(state, word)
-            total += p
+            score, state = state.get(word) or self._advance(state, word)
+            total += score
         if hypothesis.full:
             state = hypothesis.state
-        return total + self.lm.advance(state, "</s>")[0]
+        return total + (state.get("</s>") or self._advance(state, "</s>"))[0]
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause Python's cyclic garbage collector while a forest is built.
+
+    Cube pruning allocates hundreds of thousands of tuples, hypotheses and LM states per
+    sentence, many of which live until the forest is built; each full collection meanwhile
+    walks them all, and the loaded grammar (millions of objects) too. On manclir-de's hiero desc
+    sentences that was a third of the decoding time, in spikes of seconds. The decoder makes no
+    reference cycles that outlive a sentence (:meth:`_ChartLM.reset` breaks those of the LM
+    states), so nothing is left for the collector; reference counting frees everything as usual.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class _TrieNode:
@@ -288,14 +353,16 @@ class Decoder:
         return compiled
 
     def _rules_for(self, src):
+        """The compiled rules of source side ``src``, best priority first, and the positions in
+        ``src`` of its nonterminals ``[X,1]``, ``[X,2]``... (the spans of tails 0, 1...)."""
         compiled = self._compiled.get(src)
         if compiled is None:
             compiled = [_Compiled(rule, self.weights, self._lm) for rule in self.rules_by_src[src]]
             compiled.sort(key=lambda c: -c.priority)
             self._compiled[src] = compiled
-            nts = [nt_index(t) for t in src if is_nonterminal(t)]
-            # tail k-1 is the span of the source nonterminal [X,k]
-            self._tail_order[src] = tuple(nts.index(k) for k in range(1, len(nts) + 1))
+            positions = [p for p, t in enumerate(src) if is_nonterminal(t)]
+            nts = [nt_index(src[p]) for p in positions]
+            self._tail_order[src] = tuple(positions[nts.index(k)] for k in range(1, len(nts) + 1))
         return compiled, self._tail_order[src]
 
     # ------------------------------------------------------------------ parsing
@@ -322,111 +389,179 @@ class Decoder:
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         """The pruned +LM forest of ``tokens`` (see the module docstring)."""
-        tokens = list(tokens)
+        with _gc_paused():
+            try:
+                return self._forest(list(tokens))
+            finally:
+                self._lm.reset()  # frees the sentence's LM states before the collector runs again
+
+    def _forest(self, tokens: list[str]) -> Hypergraph:
         n = len(tokens)
-        builder = HypergraphBuilder()
-        self._lm.memo.clear()
+        numbers = itertools.count()  # hypotheses in creation order
         applications = self._applications(tokens)
-        cells: dict[tuple[str, int, int], list[_Hypothesis]] = {}
+        spans: dict[tuple[int, int], list[_Hypothesis]] = {}  # the X cells
+        glued: list[list[_Hypothesis] | None] = [None] * (n + 1)  # glued[j]: the S cell (0, j)
         for length in range(1, n + 1):
             for i in range(n - length + 1):
                 j = i + length
                 groups = []
                 for src, elements in applications.get((i, j), ()):
-                    compiled, order = self._rules_for(src)
-                    spans = [e for e in elements if e.__class__ is tuple]
-                    tails = tuple(cells.get(("X",) + spans[k]) for k in order)
+                    compiled, picks = self._rules_for(src)
+                    tails = tuple([spans.get(elements[p]) for p in picks])
                     if all(tails):
                         groups.append((compiled, tails, elements))
                 if length == 1 and not groups:  # an unknown word: copy it
                     groups.append(([self._pass_through(tokens[i])], (), (i,)))
                 if groups:
-                    cells[("X", i, j)] = self._cube(("X", i, j), groups, builder)
+                    spans[(i, j)] = self._cube(("X", i, j), groups, numbers)
             glue = []
-            if ("X", 0, length) in cells:
-                glue.append((self._glue_top, (cells[("X", 0, length)],), ()))
+            if (0, length) in spans:
+                glue.append((self._glue_top, (spans[(0, length)],), ()))
             for k in range(1, length):
-                left, right = cells.get(("S", 0, k)), cells.get(("X", k, length))
+                left, right = glued[k], spans.get((k, length))
                 if left and right:
                     glue.append((self._glue_left, (left, right), ()))
-            cells[("S", 0, length)] = self._cube(("S", 0, length), glue, builder)
+            glued[length] = self._cube(("S", 0, length), glue, numbers)
+        return self._build(glued[n] if n else [], n)
+
+    def _build(self, top: list[_Hypothesis], n: int) -> Hypergraph:
+        """The forest of the hypotheses the goal reaches, ``top`` being the ``S(0, n)`` cell.
+
+        Only these go to the builder (a few percent of the chart's hypotheses on manclir-de),
+        nodes in creation order and each node's edges in creation order, which is all the
+        builder's numbering depends on: the forest is the one of the whole chart, pruned.
+        """
+        reached, stack = set(), list(top)
+        while stack:
+            hypothesis = stack.pop()
+            if hypothesis not in reached:
+                reached.add(hypothesis)
+                for record in hypothesis.edges:
+                    stack.extend(record[1])
+        ordered = sorted(reached, key=lambda h: h.number)
+        builder = HypergraphBuilder()
+        for hypothesis in ordered:
+            hypothesis.node = builder.add_node(hypothesis.cell + (hypothesis.index,))
+        for hypothesis in ordered:
+            for rule, chosen, increment, elements in hypothesis.edges:
+                builder.add_edge(hypothesis.node, tuple([h.node for h in chosen]), rule.features, rule.template,
+                                 tuple([(elements[s], t) for s, t in rule.links]), rule.rule, self._lm_extra(increment))
         goal = builder.add_node(("GOAL", 0, n))  # created last: the creation order is topological
         if n == 0:
-            builder.add_edge(goal, (), {}, extra=self._lm_extra(self._lm.finish(_Hypothesis(None, 0.0, (), None, False, 0.0))))
+            empty = _Hypothesis(0, 0.0, (), None, False, 0.0, (), 0)
+            builder.add_edge(goal, (), {}, extra=self._lm_extra(self._lm.finish(empty)))
         else:
-            for hypothesis in cells[("S", 0, n)]:
+            for hypothesis in top:
                 builder.add_edge(goal, (hypothesis.node,), {}, (0,), extra=self._lm_extra(self._lm.finish(hypothesis)))
         return builder.build(goal)
 
     def _lm_extra(self, increment: float) -> dict | None:
         return {LANGUAGE_MODEL: increment} if self.lm is not None else None
 
-    def _cube(self, cell, groups, builder) -> list[_Hypothesis]:
+    def _cube(self, cell, groups, numbers) -> list[_Hypothesis]:
         """Cube pruning in one cell: pop up to ``pop_limit`` candidates, best first.
 
         A candidate ``(g, r, t_1, ..., t_a)`` is rule ``r`` of group ``g`` with the ``t_k``-th
         hypothesis of its ``k``-th tail cell; it is scored exactly (LM increment included) when
         pushed, and prioritised by that score plus the null-context estimate of its pending words.
         Ties are broken by push order.
+
+        This is the decoder's inner loop, written for speed: the successors of a candidate are
+        spelled out for the usual arities (0, 1 and 2 tails), a candidate without tails is
+        never pushed twice (so it skips the ``seen`` set), and a popped candidate's edge is
+        a light record on its hypothesis (:meth:`_build` makes the edges the goal reaches).
         """
         lm_weight = self.weights.get(LANGUAGE_MODEL, 0.0)
-        combine, has_lm = self._lm.combine, self.lm is not None
+        combine = self._lm.combine
         heap: list = []
         seen: set = set()
-        push_heap, pop_heap = heapq.heappush, heapq.heappop
-        add_node, add_edge = builder.add_node, builder.add_edge
-        limits = [(g, len(compiled)) + tuple(len(tail) for tail in tails) for g, (compiled, tails, _) in enumerate(groups)]
-        aligned: dict = {}  # (g, r) -> the rule's word links at absolute source positions
+        heappush, heappop = heapq.heappush, heapq.heappop
+        pushed = 0
 
-        def push(candidate):
-            seen.add(candidate)
-            compiled, tails, _elements = groups[candidate[0]]
-            rule = compiled[candidate[1]]
-            score = rule.static
-            if not tails:
-                chosen = ()
-                result = rule.head or combine(rule, chosen)
-                score += lm_weight * result[0]
-            else:
-                if len(tails) == 1:
-                    chosen = (tails[0][candidate[2]],)
-                elif len(tails) == 2:
-                    chosen = (tails[0][candidate[2]], tails[1][candidate[3]])
-                else:
-                    chosen = tuple([tail[r] for tail, r in zip(tails, candidate[2:])])
-                result = combine(rule, chosen)
-                score += lm_weight * result[0]
-                for h in chosen:
-                    score += h.score
-            push_heap(heap, (-(score + lm_weight * result[4]), len(seen), candidate, score, result, rule, chosen))
+        def push(candidate, rule, chosen):
+            nonlocal pushed
+            pushed += 1
+            result = combine(rule, chosen)
+            score = rule.static + lm_weight * result[0]
+            for h in chosen:
+                score += h.score
+            heappush(heap, (-(score + lm_weight * result[4]), pushed, candidate, score, result, rule, chosen))
 
-        for g, (_, tails, _) in enumerate(groups):
-            push((g,) + (0,) * (1 + len(tails)))
+        for g, (compiled, tails, _) in enumerate(groups):
+            candidate = (g,) + (0,) * (1 + len(tails))
+            if tails:
+                seen.add(candidate)
+            push(candidate, compiled[0], tuple([tail[0] for tail in tails]))
         hypotheses: dict = {}
-        pops = 0
-        while heap and pops < self.pop_limit:
-            _, _, candidate, score, (increment, pending, state, full, estimate), rule, chosen = pop_heap(heap)
+        pops, pop_limit = 0, self.pop_limit
+        while heap and pops < pop_limit:
+            _, _, candidate, score, result, rule, chosen = heappop(heap)
             pops += 1
-            hypothesis = hypotheses.get((pending, state))
+            increment, pending, state, full, estimate = result
+            key = (pending, state)
+            hypothesis = hypotheses.get(key)
             if hypothesis is None:
-                hypothesis = hypotheses[(pending, state)] = _Hypothesis(add_node(cell + (len(hypotheses),)), score,
-                                                                        pending, state, full, estimate)
+                hypothesis = hypotheses[key] = _Hypothesis(next(numbers), score, pending, state, full, estimate,
+                                                           cell, len(hypotheses))
             elif score > hypothesis.score:
                 hypothesis.score = score
-            links = aligned.get(candidate[:2])
-            if links is None:
-                elements = groups[candidate[0]][2]
-                links = aligned[candidate[:2]] = tuple([(elements[s], t) for s, t in rule.links])
-            add_edge(hypothesis.node, tuple([h.node for h in chosen]), rule.features, rule.template, links,
-                     rule.rule, {LANGUAGE_MODEL: increment} if has_lm else None)
-            limit = limits[candidate[0]]
-            for d in range(1, len(candidate)):
-                r = candidate[d] + 1
-                if r < limit[d]:
-                    successor = candidate[:d] + (r,) + candidate[d + 1:]
+            g, r = candidate[0], candidate[1]
+            compiled, tails, elements = groups[g]
+            hypothesis.edges.append((rule, chosen, increment, elements))
+            if pops == pop_limit:  # the last pop: its successors would never be popped
+                break
+            arity = len(chosen)
+            # successors, dimension by dimension: the next rule, then the next hypothesis of each tail
+            following = r + 1 < len(compiled)
+            if arity == 2:
+                t, u = candidate[2], candidate[3]
+                if following:
+                    successor = (g, r + 1, t, u)
                     if successor not in seen:
-                        push(successor)
-        return sorted(hypotheses.values(), key=lambda h: -h.score)
+                        seen.add(successor)
+                        push(successor, compiled[r + 1], chosen)
+                tail = tails[0]
+                if t + 1 < len(tail):
+                    successor = (g, r, t + 1, u)
+                    if successor not in seen:
+                        seen.add(successor)
+                        push(successor, rule, (tail[t + 1], chosen[1]))
+                tail = tails[1]
+                if u + 1 < len(tail):
+                    successor = (g, r, t, u + 1)
+                    if successor not in seen:
+                        seen.add(successor)
+                        push(successor, rule, (chosen[0], tail[u + 1]))
+            elif arity == 1:
+                t = candidate[2]
+                if following:
+                    successor = (g, r + 1, t)
+                    if successor not in seen:
+                        seen.add(successor)
+                        push(successor, compiled[r + 1], chosen)
+                tail = tails[0]
+                if t + 1 < len(tail):
+                    successor = (g, r, t + 1)
+                    if successor not in seen:
+                        seen.add(successor)
+                        push(successor, rule, (tail[t + 1],))
+            elif arity == 0:  # (g, r + 1) has no other predecessor
+                if following:
+                    push((g, r + 1), compiled[r + 1], chosen)
+            else:
+                if following:
+                    successor = (g, r + 1) + candidate[2:]
+                    if successor not in seen:
+                        seen.add(successor)
+                        push(successor, compiled[r + 1], chosen)
+                for d in range(arity):
+                    t = candidate[2 + d] + 1
+                    if t < len(tails[d]):
+                        successor = candidate[:2 + d] + (t,) + candidate[3 + d:]
+                        if successor not in seen:
+                            seen.add(successor)
+                            push(successor, rule, chosen[:d] + (tails[d][t],) + chosen[d + 1:])
+        return sorted(hypotheses.values(), key=_SCORE, reverse=True)  # stable: equal scores keep creation order
 
     # ------------------------------------------------------------------ output
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Mapping
+from itertools import chain, compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -81,8 +83,8 @@ class HypergraphBuilder:
             When ``goal`` has no derivation or the graph has a cycle.
         """
         n, edges = len(self.labels), self.edges
-        heads = np.fromiter([edge[0] for edge in edges], dtype=np.int64, count=len(edges))
-        tails = _tail_matrix([edge[1] for edge in edges], n)
+        heads = np.fromiter(map(itemgetter(0), edges), dtype=np.int64, count=len(edges))
+        tails = _tail_matrix(list(map(itemgetter(1), edges)), n)
         if np.all((tails < heads[:, None]) | (tails == n)):  # every tail before its head
             reached, usable = _sweep_topological(heads, tails, n, goal)
         else:
@@ -101,17 +103,17 @@ class HypergraphBuilder:
         position[order] = np.arange(len(order))
         position[n] = len(order)
         kept = kept[np.lexsort((kept, position[heads[kept]]))]
-        kept_tails = position[tails[kept]]
-        picked = [edges[e] for e in kept.tolist()]
+        picked = list(map(edges.__getitem__, kept.tolist()))
+        _, old_tails, features, extras, templates, alignments, rules = zip(*picked) if picked else ((),) * 7
         return Hypergraph(
-            labels=[self.labels[v] for v in order.tolist()],
+            labels=list(map(self.labels.__getitem__, order.tolist())),
             heads=position[heads[kept]],
-            tails=[row[: len(edge[1])] for row, edge in zip(map(tuple, kept_tails.tolist()), picked)],
-            features=[edge[2] for edge in picked],
-            extras=[edge[3] for edge in picked],
-            templates=[edge[4] for edge in picked],
-            alignments=[edge[5] for edge in picked],
-            rules=[edge[6] for edge in picked],
+            tails=_renumbered(old_tails, position[tails[kept]]),
+            features=features,
+            extras=extras,
+            templates=templates,
+            alignments=alignments,
+            rules=rules,
             levels=level[order],
         )
 
@@ -171,10 +173,22 @@ def _tail_matrix(tails, pad: int) -> np.ndarray:
     lengths = np.fromiter(map(len, tails), dtype=np.int64, count=len(tails))
     matrix = np.full((len(tails), int(lengths.max(initial=0))), pad, dtype=np.int64)
     if matrix.size:
-        flat = np.fromiter([t for ts in tails for t in ts], dtype=np.int64, count=int(lengths.sum()))
+        flat = np.fromiter(chain.from_iterable(tails), dtype=np.int64, count=int(lengths.sum()))
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
         matrix[np.repeat(np.arange(len(tails)), lengths), np.arange(len(flat)) - starts] = flat
     return matrix
+
+
+def _renumbered(tails, matrix: np.ndarray) -> list[tuple[int, ...]]:
+    """The tail tuples ``tails`` with their nodes renumbered, ``matrix`` holding the new
+    numbers (rows padded as by :func:`_tail_matrix`)."""
+    out: list = [()] * len(tails)
+    lengths = np.fromiter(map(len, tails), dtype=np.int64, count=len(tails))
+    for length in np.unique(lengths[lengths > 0]).tolist():
+        rows = np.flatnonzero(lengths == length)
+        for row, renamed in zip(rows.tolist(), zip(*(matrix[rows, k].tolist() for k in range(length)))):
+            out[row] = renamed
+    return out
 
 
 def _sweep_topological(heads, tails, n, goal):
@@ -225,29 +239,27 @@ def _feature_matrix(features, extras, m):
 
     Each distinct ``features`` mapping (by identity) is converted once.
     """
-    distinct: dict[int, int] = {}
-    unique: list[Mapping] = []
-    row_of = np.empty(m, dtype=np.int64)
-    for e, f in enumerate(features):
-        r = distinct.get(id(f))
-        if r is None:
-            r = distinct[id(f)] = len(unique)
-            unique.append(f)
-        row_of[e] = r
-    extra_rows = [(e, x) for e, x in enumerate(extras) if x]
-    names = sorted({name for f in unique for name in f} | {name for _, x in extra_rows for name in x})
+    ids = list(map(id, features))
+    distinct = dict(zip(ids, features))  # first occurrence order
+    unique = list(distinct.values())
+    row = dict(zip(distinct, range(len(distinct))))
+    row_of = np.fromiter(map(row.__getitem__, ids), dtype=np.int64, count=m)
+    extra_edges = list(compress(range(m), extras))  # the edges with a non-empty extra
+    extra_dicts = list(compress(extras, extras))
+    names = sorted(set().union(*unique, *extra_dicts))
     index = {name: i for i, name in enumerate(names)}
 
     def csr(rows, dicts, shape_rows):
-        counts = [len(d) for d in dicts]
+        counts = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
+        total = int(counts.sum())
         r = np.repeat(np.asarray(rows, dtype=np.int64), counts)
-        c = np.array([index[k] for d in dicts for k in d], dtype=np.int64)
-        v = np.array([float(x) for d in dicts for x in d.values()], dtype=float)
+        c = np.fromiter(map(index.__getitem__, chain.from_iterable(dicts)), dtype=np.int64, count=total)
+        v = np.fromiter(map(float, chain.from_iterable(d.values() for d in dicts)), dtype=float, count=total)
         return sp.csr_matrix((v, (r, c)), shape=(shape_rows, len(names)))
 
     matrix = csr(range(len(unique)), unique, len(unique))[row_of]
-    if extra_rows:
-        matrix = matrix + csr([e for e, _ in extra_rows], [x for _, x in extra_rows], m)
+    if extra_edges:
+        matrix = matrix + csr(extra_edges, extra_dicts, m)
     return sp.csr_matrix(matrix), tuple(names)
 
 
@@ -264,7 +276,7 @@ class Hypergraph:
     def __init__(self, labels, heads, tails, features, templates, alignments, rules, levels, extras=None):
         self.labels = list(labels)
         self.heads = np.asarray(heads, dtype=np.int64)
-        self.tails = [tuple(t) for t in tails]
+        self.tails = list(map(tuple, tails))
         self.templates = list(templates)
         self.alignments = list(alignments)
         self.rules = list(rules)
@@ -340,17 +352,44 @@ class Hypergraph:
         return alpha[:-1]
 
     def viterbi(self, weights: Mapping[str, float] | np.ndarray) -> Derivation:
-        """The best derivation under the tropical semiring (max, +) and its score."""
+        """The best derivation under the tropical semiring (max, +) and its score.
+
+        A node's best incoming edge is the first of the highest ``s_e + Σ β(tails)``. The
+        recursion runs one level at a time (the nodes of a level depend only on lower ones);
+        each edge's value is computed as it would be node by node, so the result is the same
+        to the last bit.
+        """
         scores = self.edge_scores(weights)
         beta = np.empty(self.num_nodes + 1)
         beta[self.num_nodes] = 0.0
         best = np.empty(self.num_nodes, dtype=np.int64)
-        for v in range(self.num_nodes):
+        counts = np.diff(self.offsets)
+        if self.tail_matrix.shape[1] > 2 or np.any(counts == 0):
+            # node by node: a wider tail sum may be associated differently in a batch, and a
+            # node without edges raises numpy's "argmax of an empty sequence"
+            self._viterbi_nodes(scores, beta, best, 0, self.num_nodes)
+            return self.derivation_from_backpointers(best, beta)
+        for level in range(len(self.level_bounds) - 1):
+            first, last = int(self.level_bounds[level]), int(self.level_bounds[level + 1])
+            lo, hi = int(self.offsets[first]), int(self.offsets[last])
+            parts = scores[lo:hi] + beta[self.tail_matrix[lo:hi]].sum(axis=1)
+            starts = self.offsets[first:last] - lo
+            top = np.maximum.reduceat(parts, starts)
+            if np.isnan(top).any():  # argmax's NaN rules, node by node
+                self._viterbi_nodes(scores, beta, best, first, last)
+                continue
+            hit = np.flatnonzero(parts == np.repeat(top, counts[first:last]))
+            firsts = hit[np.searchsorted(hit, starts)]  # each node's first edge reaching its maximum
+            best[first:last] = lo + firsts
+            beta[first:last] = parts[firsts]
+        return self.derivation_from_backpointers(best, beta)
+
+    def _viterbi_nodes(self, scores, beta, best, first: int, last: int) -> None:
+        for v in range(first, last):
             lo, hi = self.offsets[v], self.offsets[v + 1]
             parts = scores[lo:hi] + beta[self.tail_matrix[lo:hi]].sum(axis=1)
             k = int(np.argmax(parts))
             best[v], beta[v] = lo + k, parts[k]
-        return self.derivation_from_backpointers(best, beta)
 
     def viterbi_batch(self, edge_scores: np.ndarray, extra: np.ndarray | None = None, back_pointers: bool = True):
         """Viterbi for ``D`` weightings at once: edge ``e`` scores ``edge_scores[e] + extra[e, d]``.

@@ -92,6 +92,21 @@ def test_viterbi_inside_kbest_against_brute_force(seed):
             assert words[tgt] == f"w{src}"
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_viterbi_by_levels_equals_node_by_node_bit_for_bit(seed):
+    """Same back-pointers (the first of tied edges) and the same floats as one node at a time."""
+    hg = random_forest(seed, num_nodes=30, max_in=6)
+    for weights in (WEIGHTS, {"a": 1.0}, {}):  # ties: edges without feature a, then every edge
+        scores = hg.edge_scores(weights)
+        beta, best = np.empty(hg.num_nodes + 1), np.empty(hg.num_nodes, dtype=np.int64)
+        beta[hg.num_nodes] = 0.0
+        hg._viterbi_nodes(scores, beta, best, 0, hg.num_nodes)
+        expected = hg.derivation_from_backpointers(best, beta)
+        got = hg.viterbi(weights)
+        assert hg.derivation_edges(got) == hg.derivation_edges(expected)
+        assert got.score.hex() == expected.score.hex()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_outside_max_marginals_against_brute_force(seed):
     hg = random_forest(seed)
