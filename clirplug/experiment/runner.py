@@ -223,6 +223,7 @@ def _run_in_workers(config, jobs, progress, plan_stages, todo, numbers, log):
     failure no stage starts; those running finish, then the first error is raised."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     waiting = list(todo)
     pending = {stage.name for stage, _, _ in todo}
@@ -244,6 +245,11 @@ def _run_in_workers(config, jobs, progress, plan_stages, todo, numbers, log):
                 stage, key, _ = running.pop(future)
                 try:
                     seconds = future.result()
+                except BrokenProcessPool:  # the worker died: killed by a signal or by the kernel (out of memory)
+                    error = error or ClirplugError(
+                        f"{stage.name}: its worker process died (killed, e.g. by the system when memory ran out; "
+                        "try --jobs 1); finished stages are kept: rerun to resume")
+                    continue
                 except BaseException as failure:  # noqa: BLE001 - re-raised once the running stages are done
                     error = error or failure
                     continue

@@ -186,6 +186,25 @@ def test_an_interrupted_experiment_keeps_earlier_outputs_and_resumes(root_with_a
     assert index_record["metrics"]["documents"] == documents(filler_corpus)
 
 
+def test_a_killed_stage_worker_is_one_line_and_the_rerun_resumes(tmp_path, filler_corpus):
+    """A worker of ``--jobs 2`` killed (as the kernel kills one when memory runs out) stops the run with one line."""
+    root = tmp_path / "root"
+    proc = start(big_experiment(root, filler_corpus) + ["--jobs", "2"])
+    wait_for(proc, root / "indexes" / ".big.building" / LUCENE_WRITES)
+    workers = [pid for pid in map(int, Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+               if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert workers
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert [line for line in err.splitlines() if line.startswith("clirplug: error:")] == [
+        "clirplug: error: index: its worker process died (killed, e.g. by the system when memory ran out; "
+        "try --jobs 1); finished stages are kept: rerun to resume"]
+    code, _, err = run(big_experiment(root, filler_corpus) + ["--jobs", "2"])
+    assert code == 0 and "Traceback" not in err, err
+
+
 def test_a_second_experiment_on_the_same_root_refuses(tmp_path, filler_corpus):
     root = tmp_path / "root"
     first = start(big_experiment(root, filler_corpus))
