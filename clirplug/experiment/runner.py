@@ -222,39 +222,45 @@ def _run_in_workers(config, jobs, progress, plan_stages, todo, numbers, log):
     JVM), a stage as soon as all it depends on is done, in plan order among the ready ones. After a
     failure no stage starts; those running finish, then the first error is raised."""
     import multiprocessing
+    import signal
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    waiting = list(todo)
-    pending = {stage.name for stage, _, _ in todo}
-    running = {}
-    error = None
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                             initargs=(config, jobs, progress, plan_stages)) as pool:
-        while running or (waiting and error is None):
-            while error is None and len(running) < jobs:
-                ready = next((item for item in waiting if not pending.intersection(item[0].deps)), None)
-                if ready is None:
-                    break
-                waiting.remove(ready)
-                stage, key, described = ready
-                _announce(log, numbers, len(plan_stages), stage, "running")
-                running[pool.submit(_execute_in_worker, stage, key, described)] = ready
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                stage, key, _ = running.pop(future)
-                try:
-                    seconds = future.result()
-                except BrokenProcessPool:  # the worker died: killed by a signal or by the kernel (out of memory)
-                    error = error or ClirplugError(
-                        f"{stage.name}: its worker process died (killed, e.g. by the system when memory ran out; "
-                        "try --jobs 1); finished stages are kept: rerun to resume")
-                    continue
-                except BaseException as failure:  # noqa: BLE001 - re-raised once the running stages are done
-                    error = error or failure
-                    continue
-                pending.discard(stage.name)
-                _announce(log, numbers, len(plan_stages), stage, f"done in {seconds:.1f} s")
-                yield stage, key, seconds
+    # a worker killed leaves a broken pipe to it: an error for the pool to report, not a signal ending this process
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        waiting = list(todo)
+        pending = {stage.name for stage, _, _ in todo}
+        running = {}
+        error = None
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                                 initargs=(config, jobs, progress, plan_stages)) as pool:
+            while running or (waiting and error is None):
+                while error is None and len(running) < jobs:
+                    ready = next((item for item in waiting if not pending.intersection(item[0].deps)), None)
+                    if ready is None:
+                        break
+                    waiting.remove(ready)
+                    stage, key, described = ready
+                    _announce(log, numbers, len(plan_stages), stage, "running")
+                    running[pool.submit(_execute_in_worker, stage, key, described)] = ready
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    stage, key, _ = running.pop(future)
+                    try:
+                        seconds = future.result()
+                    except BrokenProcessPool:  # the worker died: killed by a signal or by the kernel (out of memory)
+                        error = error or ClirplugError(
+                            f"{stage.name}: its worker process died (killed, e.g. by the system when memory ran out; "
+                            "try --jobs 1); finished stages are kept: rerun to resume")
+                        continue
+                    except BaseException as failure:  # noqa: BLE001 - re-raised once the running stages are done
+                        error = error or failure
+                        continue
+                    pending.discard(stage.name)
+                    _announce(log, numbers, len(plan_stages), stage, f"done in {seconds:.1f} s")
+                    yield stage, key, seconds
+    finally:
+        signal.signal(signal.SIGPIPE, previous)
     if error is not None:
         raise error
