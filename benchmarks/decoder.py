@@ -53,6 +53,13 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def dev_sentences(tokenize, topics, titles: int, desc_sentences: int):
+    """The timed sentences: the first ``titles`` dev titles and ``desc_sentences`` desc sentences, tokenized."""
+    title_tokens = [tokens for tokens in (tokenize(t.title) for t in topics[:titles]) if tokens]
+    descs = [tokens for t in topics for tokens in (tokenize(s) for s in split_sentences(t.desc, "de")) if tokens]
+    return title_tokens, descs[:desc_sentences]
+
+
 def time_decoding(decoder: Decoder, sentences):
     cpu, wall, nodes, edges = [], [], [], []
     for tokens in sentences:
@@ -87,9 +94,7 @@ def main():
 
     tokenize = preprocessor("de", args.model)
     topics = read_topics(args.data / "topics.dev.jsonl")
-    titles = [tokens for tokens in (tokenize(t.title) for t in topics[: args.titles]) if tokens]
-    descs = [tokens for t in topics for tokens in (tokenize(s) for s in split_sentences(t.desc, "de")) if tokens]
-    descs = descs[: args.desc_sentences]
+    titles, descs = dev_sentences(tokenize, topics, args.titles, args.desc_sentences)
     src_lines = (args.data / "bitext.dev.de").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
     ref_lines = (args.data / "bitext.dev.en").read_text(encoding="utf-8").splitlines()[: args.bleu_lines]
     bleu_sentences = [[tokenize(s) for s in split_sentences(line, "de")] for line in src_lines]

@@ -33,12 +33,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from decoder import dev_sentences, percentile  # benchmarks/decoder.py: the same sentences and p90
+
 from clirplug.io.topics import read_topics
 from clirplug.mt import decoder as current
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
 from clirplug.mt.grammar import SourcePhrases, read_grammar
 from clirplug.mt.lm import LanguageModel
-from clirplug.mt.preprocess import preprocessor, split_sentences
+from clirplug.mt.preprocess import preprocessor
 
 # module -> (file in the repository, the imports of it rewritten in the reference copies)
 REFERENCE_FILES = {
@@ -84,11 +86,6 @@ def decode(decoder, tokens):
     return seconds, (forest_digest(forest), words, best.score.hex())
 
 
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, type=Path)
@@ -103,11 +100,7 @@ def main():
 
     tokenize = preprocessor("de", args.model)
     topics = read_topics(args.data / "topics.dev.jsonl")
-    sets = {
-        "titles": [t for t in (tokenize(x.title) for x in topics[: args.titles]) if t],
-        "desc sentences": [t for x in topics for t in (tokenize(s) for s in split_sentences(x.desc, "de")) if t][
-            : args.desc_sentences],
-    }
+    sets = dict(zip(("titles", "desc sentences"), dev_sentences(tokenize, topics, args.titles, args.desc_sentences)))
     lm = LanguageModel(args.model / "lm.arpa")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
