@@ -16,6 +16,7 @@ setting as the caller spells it (``--iterations``, ``models.align.iterations``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -35,6 +36,7 @@ def option(default, help: str, *, choices=None, low=None, high=None, above=None,
         "low": low, "high": high, "above": above, "metavar": metavar})
 
 
+@functools.cache
 def field_type(cls, name: str):
     """``(base type, optional, is_tuple)`` of a settings field: ``int | None`` -> ``(int, True, False)``."""
     hint = typing.get_type_hints(cls)[name]

@@ -22,7 +22,6 @@ Run files are ``runs/<experiment>/<split>.<field>.<run>.trec`` with a ``.json`` 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import sys
 import time
@@ -90,7 +89,7 @@ class Model:
     """
 
     settings: type
-    train: str  # "module:function" of the training step, called with the arguments and ``settings=``
+    train: Callable  # the training step, called with the arguments and ``settings=``
     arguments: Callable
     needs: tuple = ()
     per_kind: bool = False  # one model per grammar kind (hiero, flat)
@@ -124,29 +123,23 @@ def _weights_arguments(config, src, tgt, kind, out):
 
 
 def _models() -> dict:
-    from clirplug.train.align import AlignSettings
-    from clirplug.train.grammar import GrammarSettings
-    from clirplug.train.lm import LmSettings
-    from clirplug.train.weights import WeightsSettings
+    from clirplug.train.align import AlignSettings, train_align
+    from clirplug.train.grammar import GrammarSettings, train_grammar
+    from clirplug.train.lm import LmSettings, train_lm
+    from clirplug.train.weights import WeightsSettings, train_weights_on_bitext
 
     return {
-        "align": Model(AlignSettings, "clirplug.train.align:train_align", _align_arguments),
-        "grammar": Model(GrammarSettings, "clirplug.train.grammar:train_grammar", _grammar_arguments,
+        "align": Model(AlignSettings, train_align, _align_arguments),
+        "grammar": Model(GrammarSettings, train_grammar, _grammar_arguments,
                          needs=("align",), per_kind=True, filtered=True),
-        "lm": Model(LmSettings, "clirplug.train.lm:train_lm", _lm_arguments),
-        "weights": Model(WeightsSettings, "clirplug.train.weights:train_weights_on_bitext", _weights_arguments,
+        "lm": Model(LmSettings, train_lm, _lm_arguments),
+        "weights": Model(WeightsSettings, train_weights_on_bitext, _weights_arguments,
                          needs=("align", "grammar", "lm"), per_kind=True),
     }
 
 
 METHODS: dict[str, Method] = {}
 MODELS: dict[str, Model] = _models()
-
-
-def training_function(name: str) -> Callable:
-    """The function of ``"module:function"``."""
-    module, function = name.split(":")
-    return getattr(importlib.import_module(module), function)
 
 
 # ----------------------------------------------------------------------------- settings
@@ -314,7 +307,7 @@ def train_stage(stage: Stage, ctx: Context) -> dict:
     model = MODELS[s["model"]]
     settings = model.settings.from_mapping(s["settings"], f"models.{s['model']}")
     with _stdout_to_stderr():
-        training_function(model.train)(**s["arguments"], settings=settings)
+        model.train(**s["arguments"], settings=settings)
     ctx.forget(str(ctx.config.model_dir))
     return {}
 

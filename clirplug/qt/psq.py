@@ -230,9 +230,6 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     return PsqBuilder(settings, token, grammar, translate), tokenize
 
 
-builder_from_args = psq_builder  # deprecated: use psq_builder (clirplug.qt.psq_tune still calls this name)
-
-
 def psq_queries(source: PsqSource, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
     """``qid -> per-token distributions`` of each topic's ``source.field`` (sentence-wise, see
     :func:`clirplug.mt.preprocess.topic_sentences`)."""

@@ -10,24 +10,12 @@ scored on the union of the parts' runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.qt.psq_tables import COMPONENTS, PsqBuilder, PsqSettings
 
 GRID_KEYS = ("lambda", "pL", "pC", "heuristic", "stop", "nbest", "scale", "orphans")
-
-
-@dataclass
-class PsqSource:
-    """Where PSQ tables come from: the attributes :func:`clirplug.qt.psq.builder_from_args` reads."""
-
-    model: str
-    field: str
-    kind: str = "flat"
-    src_lang: str = "de"
-    table: str | None = None
 
 
 class Builders:
@@ -41,17 +29,20 @@ class Builders:
         self.loaded: dict = {}
         self.memo: dict = {}
 
-    def source(self, field: str) -> PsqSource:
+    def source(self, field: str):
+        """The :class:`clirplug.qt.psq.PsqSource` of ``field``."""
+        from clirplug.qt.psq import PsqSource
+
         return PsqSource(str(self.model), field, self.kind, self.src_lang)
 
     def __call__(self, settings: PsqSettings, field: str):
-        from clirplug.qt.psq import builder_from_args
+        from clirplug.qt.psq import psq_builder
 
         every = PsqSettings(weights={c: 1.0 for c in COMPONENTS})  # load all parts once
         key = field if settings.orphans > 0 or any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
         if key not in self.loaded:
             needed = every if key == field else PsqSettings()
-            self.loaded[key] = builder_from_args(self.source(field), needed, self.topics)
+            self.loaded[key] = psq_builder(self.source(field), needed, self.topics)
         builder, tokenize = self.loaded[key]
         return PsqBuilder(settings, builder.token, builder.grammar, builder.translate, self.memo), tokenize
 
