@@ -724,7 +724,7 @@ def source_text_stage(stage: Stage, ctx: Context) -> dict:
     return {"lines": len(lines)}
 
 
-@stage_kind("bowfd-train", version=3)
+@stage_kind("bowfd-train", version=4)
 def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     """BOW-FD weights on the tune split (:func:`clirplug.train.bowfd.train_bowfd`: v by grid, then LTR unless disabled)."""
     from clirplug.train.bowfd import BowfdSettings, train_bowfd

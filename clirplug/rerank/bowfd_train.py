@@ -15,12 +15,31 @@ the epoch with the best MAP on held-out train queries are kept (epoch 0, the sta
 included). As in the paper, training starts from the SMT weights of the model and the grid-searched
 IR default ``v``, and the SMT weights stay frozen unless asked otherwise; the trained features
 are the per-term IR weights (``IR:t``, starting at ``v``) and, with LEX, the sparse indicators.
+
+Scale. A BOW-FD ranking does not change when every weight (SMT, IR, LEX) is multiplied by the same
+``c > 0`` (the Viterbi max of a linear score is positively homogeneous), so the scale of the start
+weights is arbitrary: the decoder tuner fixes it (PRO rescales to the L1 norm of its start weights)
+and ``v`` adapts to it (manclir-de: v = 0.05 / 0.025 where the paper has 1.6 / 0.8). The hinge's
+margin ``Δ = rl(d+) - rl(d-)`` and Adadelta's steps (about ``sqrt(ε / (1 - ρ)) ≈ 0.0045`` per
+coordinate at first, whatever the gradient's scale) are not scale-free: they assume weights of
+order one, as the paper's are. At v = 0.05 the score differences of training pairs are ~0.1 against
+margins of 1-2, so nearly every pair stays violated (the hinge degenerates into an unbounded linear
+loss) and one epoch moves term weights by about their own size, many below zero. So training runs
+in the units of ``v`` (``LtrSettings.unit_v``): the start weights are divided by ``v`` (IR default 1,
+IR features in BM25 units, the paper's regime), and the learned weights are multiplied back, which
+ranks exactly as trained; weights that did not move are returned unchanged.
+
+Reach. BOW-FD reranks the top ``depth`` candidates of a first-stage run, so a relevant document
+outside them can never be placed by it; its pairs (hopelessly violated: the first stage missed it
+because it matches the translation badly) would dominate the loss and pull weights away from the
+ranking that is evaluated. :func:`training_documents` with ``depth`` keeps the judged documents of
+the reranked candidates only (the paper scores the whole collection, where every document is reachable).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,30 +56,23 @@ from clirplug.rerank.bowfd import (
     derivation_edge_counts,
     score_sentence,
 )
+from clirplug.settings import Settings, option
+
+ADADELTA_RHO = 0.95  # Adadelta's decay rate and ε: Zeiler's defaults, as the paper
+ADADELTA_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Options of BOW-FD learning to rank (Adadelta's ρ and ε: Zeiler's defaults, as the paper)."""
+class LtrSettings(Settings):
+    """Options of BOW-FD's pairwise learning to rank."""
 
-    epochs: int = 10
-    patience: int = 3
-    rho: float = 0.95
-    epsilon: float = 1e-6
-    negatives: int = 5
-    train_smt: bool = False
-    shards: int = 2
-    jobs: int = 2
-
-    def check(self) -> TrainConfig:
-        """Raise ``ClirplugError`` naming the first out-of-range option."""
-        rules = [("epochs", self.epochs >= 1), ("patience", self.patience >= 1), ("rho", 0 < self.rho < 1),
-                 ("epsilon", self.epsilon > 0), ("negatives", self.negatives >= 0), ("shards", self.shards >= 1),
-                 ("jobs", self.jobs >= 1)]
-        for name, ok in rules:
-            if not ok:
-                raise ClirplugError(f"BOW-FD training option {name} is out of range: {getattr(self, name)!r}")
-        return self
+    epochs: int = option(10, "maximum epochs", low=1)
+    patience: int = option(3, "stop after this many epochs without a better held-out MAP", low=1)
+    negatives: int = option(5, "unjudged top candidates paired with each relevant document", low=0)
+    train_smt: bool = option(False, "also train the SMT weights (the paper freezes them)")
+    shards: int = option(2, "shards of the training topics for iterative parameter mixing", low=1)
+    unit_v: bool = option(True, "train in the units of v: start weights divided by v, learned weights multiplied back "
+                                "(--no-unit-v: in the tuner's units)")
 
 
 class FeatureSpace:
@@ -226,20 +238,25 @@ def _set_shards(shards) -> None:
 
 
 def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights,
-          config: TrainConfig, sentence_depth: int, progress: bool = True) -> tuple[BowfdWeights, list[dict]]:
+          config: LtrSettings, sentence_depth: int, *, jobs: int = 2,
+          progress: bool = True) -> tuple[BowfdWeights, list[dict]]:
     """Pairwise LTR with Adadelta, iterative parameter mixing and early stopping (see the module docstring).
 
     Returns the weights of the best epoch and one record per epoch (loss, violated pairs, held-out MAP).
     """
     import multiprocessing
 
-    config.check()
-    theta = space.vector(start)
+    if jobs < 1:
+        raise ClirplugError(f"BOW-FD training needs at least one job, got {jobs!r}")
+    scale = training_scale(start, config)
+    original = space.vector(start)
+    theta = original * scale
+    scaled_start = theta.copy()
     mask = space.trainable(config.train_smt)
     count = max(1, min(config.shards, len(train_queries)))
     shards = [train_queries[i::count] for i in range(count)]
-    optimizers = [Adadelta(len(theta), config.rho, config.epsilon) for _ in range(count)]
-    jobs = min(config.jobs, count)
+    optimizers = [Adadelta(len(theta), ADADELTA_RHO, ADADELTA_EPSILON) for _ in range(count)]
+    jobs = min(jobs, count)
     best_map = mean_average_precision(held_out, theta, sentence_depth)
     history = [{"epoch": 0, "held_out_map": best_map}]
     best_theta, best_epoch = theta.copy(), 0
@@ -269,7 +286,14 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
             pool.join()
         _SHARDS.clear()
     history.append({"best_epoch": best_epoch, "held_out_map": best_map})
-    return space.weights(best_theta, start), history
+    # back to the start's scale (ranks as trained); untouched weights exactly as they were
+    return space.weights(np.where(best_theta == scaled_start, original, best_theta / scale), start), history
+
+
+def training_scale(start: BowfdWeights, config: LtrSettings) -> float:
+    """The factor the start weights are multiplied by for training: ``1 / v`` (IR default weight 1)
+    with ``config.unit_v`` and ``v > 0``, else 1."""
+    return 1.0 / start.v if config.unit_v and start.v > 0 else 1.0
 
 
 # ---------------------------------------------------------------- building the data
@@ -289,9 +313,18 @@ def build_query(model: BowFD, qid: str, text: str, docids: list[str], relevance:
     return TrainQuery(qid, sentences, kept, np.array([grade[d] for d in kept], dtype=float), bm25, space)
 
 
-def training_documents(candidates: list[str], judged: dict[str, int], negatives: int) -> tuple[list[str], np.ndarray]:
-    """A query's training documents: every judged one and its top ``negatives`` unjudged candidates."""
+def training_documents(candidates: list[str], judged: dict[str, int], negatives: int,
+                       depth: int | None = None) -> tuple[list[str], np.ndarray]:
+    """A query's training documents: its judged ones and its top ``negatives`` unjudged candidates.
+
+    With ``depth`` (the number of candidates BOW-FD reranks), only the judged documents among the top
+    ``depth`` candidates: the others cannot be reached by reranking (see the module docstring).
+    Without it, every judged document.
+    """
     unjudged = [d for d in candidates if d not in judged][:negatives]
+    if depth is not None:
+        reached = set(candidates[:depth])
+        judged = {d: g for d, g in judged.items() if d in reached}
     docids = sorted(judged) + unjudged
     return docids, np.array([judged.get(d, 0) for d in docids], dtype=float)
 
@@ -320,8 +353,9 @@ def choose_v(held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights, 
     return table
 
 
-def config_comment(config: TrainConfig, extra: dict) -> str:
-    """The header of a weights file: every option that made it (not ``jobs``, which does not change them)."""
-    options = {k: v for k, v in asdict(config).items() if k != "jobs"}
+def config_comment(config: LtrSettings, extra: dict) -> str:
+    """The header of a weights file: every option that made it."""
+    options = {**{name: getattr(config, name) for name in LtrSettings.__dataclass_fields__},
+               "rho": ADADELTA_RHO, "epsilon": ADADELTA_EPSILON}
     return "\n".join(["clirplug BOW-FD weights (Hieber & Riezler 2015), trained by `clirplug train bowfd`"] +
                      [f"{k} = {v}" for k, v in {**options, **extra}.items()])

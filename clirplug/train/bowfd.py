@@ -6,14 +6,15 @@ from pathlib import Path
 
 from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
 from clirplug.errors import ClirplugError
-from clirplug.settings import Settings, option
+from clirplug.rerank.bowfd_train import LtrSettings
+from clirplug.settings import option
 
 V_GRID = (0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2)
 
 
 @dataclass(frozen=True)
-class BowfdSettings(Settings):
-    """Options of ``clirplug train bowfd``."""
+class BowfdSettings(LtrSettings):
+    """Options of ``clirplug train bowfd``: v, then learning to rank (:class:`LtrSettings`)."""
 
     v: float | None = option(None, "fixed IR default weight (no grid search)", low=0.0)
     v_grid: tuple[float, ...] = option(V_GRID, "v values tried on the held-out topics (the paper's range is [0, 3]; "
@@ -22,15 +23,11 @@ class BowfdSettings(Settings):
                                        low=0.0, metavar="V")
     ltr: bool = option(True, "pairwise learning to rank after choosing v (--no-ltr: BOW-FD with v only)")
     lex: bool = option(False, "add the LEX sparse alignment/insertion/deletion features")
-    train_smt: bool = option(False, "also train the SMT weights (the paper freezes them)")
-    epochs: int = option(10, "maximum epochs", low=1)
-    patience: int = option(3, "stop after this many epochs without a better held-out MAP", low=1)
-    negatives: int = option(5, "unjudged top candidates paired with each relevant document", low=0)
-    depth: int = option(100, "candidates reranked per held-out topic", low=1)
+    depth: int = option(100, "candidates BOW-FD reranks per topic: held-out topics are scored on them, and judged "
+                                  "documents below them are not trained on", low=1)
     holdout: float = option(0.2, "share of training topics held out", low=0.0, high=0.99)
     max_topics: int | None = option(None, "train on at most this many topics (a seeded sample)", low=1)
     seed: int = option(0, "seed of the held-out split and topic sample")
-    shards: int = option(2, "shards of the training topics for iterative parameter mixing", low=1)
     k1: float | None = option(None, f"BM25 k1 of the IR features (default: {BOWFD_K1})")
     b: float | None = option(None, f"BM25 b of the IR features (default: {BOWFD_B})")
     beam: int | None = option(None, "incoming edges considered per node (default: all)", low=1)
@@ -57,7 +54,6 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     from clirplug.rerank.bowfd_train import (
         FeatureSpace,
         HeldOut,
-        TrainConfig,
         build_query,
         choose_v,
         config_comment,
@@ -65,8 +61,6 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
         training_documents,
     )
 
-    config = TrainConfig(epochs=settings.epochs, patience=settings.patience, negatives=settings.negatives,
-                         train_smt=settings.train_smt, shards=settings.shards, jobs=jobs).check()
     model_dirs, topic_files = list(model_dirs), list(topic_files)
     if len(model_dirs) not in (1, len(topic_files)):
         raise ClirplugError(f"--model names {len(model_dirs)} folders but --topics {len(topic_files)} files: "
@@ -112,7 +106,8 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
             if query is not None:
                 held_out.append(HeldOut(query, sum(1 for g in grades.values() if g > 0)))
         else:
-            docids, relevance = training_documents(first_stage[topic.id], grades, config.negatives)
+            docids, relevance = training_documents(first_stage[topic.id], grades, settings.negatives,
+                                                   depth=settings.depth)
             query = build_query(models[part_of[topic.id]], topic.id, text, docids, relevance, space)
             if query is not None and query.pairs:
                 train_queries.append(query)
@@ -130,10 +125,10 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     if settings.ltr:
         if not train_queries:
             raise ClirplugError("no training topic has a preference pair (relevant documents found in the index)")
-        weights, history = train(train_queries, held_out, space, start, config, scoring.sentence_depth,
-                                 progress=progress)
+        weights, history = train(train_queries, held_out, space, start, settings, scoring.sentence_depth,
+                                 jobs=jobs, progress=progress)
         comment["history"] = " | ".join(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
                                                  for k, v in record.items()) for record in history)
-    weights.save(output, comment=config_comment(config, comment))
+    weights.save(output, comment=config_comment(settings, comment))
     print(f"wrote {output}: v = {weights.v:g}, {len(weights.ir)} term weights, {len(weights.lex)} LEX weights")
     return weights

@@ -26,7 +26,7 @@ from clirplug.rerank.bowfd_train import (
     Adadelta,
     FeatureSpace,
     HeldOut,
-    TrainConfig,
+    LtrSettings,
     TrainQuery,
     train,
     train_epoch,
@@ -360,7 +360,7 @@ def test_ltr_learns_the_term_weights_that_rank_the_toy_problem(tmp_path):
     queries = [toy_query(space, f"q{i}") for i in range(4)]
     held = [HeldOut(toy_query(space, "held"), 2)]
     start = BowfdWeights(smt={"f1": 1.0}, v=0.8)
-    weights, history = train(queries, held, space, start, TrainConfig(epochs=30, patience=30, jobs=2), 1000,
+    weights, history = train(queries, held, space, start, LtrSettings(epochs=30, patience=30), 1000, jobs=2,
                              progress=False)
     # at v = 0.8 the irrelevant "alpha" documents outrank the relevant ones
     assert history[0]["held_out_map"] < 0.6
@@ -406,12 +406,62 @@ def test_parameter_mixing_averages_the_shards_after_an_epoch():
     space = FeatureSpace()
     queries = [toy_query(space, f"q{i}", n_rel=1 + i % 2) for i in range(3)]
     start = BowfdWeights(smt={"f1": 1.0}, v=0.8)
-    weights, _ = train(queries, [], space, start, TrainConfig(epochs=1, jobs=2), 1000, progress=False)
-    theta = space.vector(start)
+    weights, _ = train(queries, [], space, start, LtrSettings(epochs=1), 1000, jobs=2, progress=False)
+    theta = space.vector(start) / 0.8  # training runs in the units of v
     mask = space.trainable(False)
     by_hand = [train_epoch(shard, theta, Adadelta(len(theta), 0.95, 1e-6), mask, 1000)[0]
                for shard in (queries[0::2], queries[1::2])]
-    assert space.vector(weights) == pytest.approx(np.mean(by_hand, axis=0))
+    assert space.vector(weights) == pytest.approx(np.mean(by_hand, axis=0) * 0.8)
+
+
+def same_history(a, b):
+    """Two training histories alike: the same records, numbers equal up to rounding."""
+    return len(a) == len(b) and all(x.keys() == y.keys() and all(x[k] == pytest.approx(y[k]) for k in x)
+                                    for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("factor", [0.05, 20.0])
+def test_ltr_does_not_depend_on_the_arbitrary_scale_of_the_start_weights(factor):
+    """Multiplying every start weight by the same factor leaves the BOW-FD ranking unchanged (the
+    decoder tuner's scale is arbitrary), and so must it leave training: the same epochs, the same
+    held-out MAPs, the learned weights multiplied by the factor. Unscaled, the hinge's margin and
+    Adadelta's steps would act 1/factor times as strongly."""
+    space = FeatureSpace()
+    queries = [toy_query(space, f"q{i}") for i in range(4)]
+    held = [HeldOut(toy_query(space, "held"), 2)]
+    config = LtrSettings(epochs=30, patience=30)
+    base = BowfdWeights(smt={"f1": 1.0}, v=0.8)
+    scaled = BowfdWeights(smt={"f1": factor}, v=0.8 * factor)
+    weights, history = train(queries, held, space, base, config, 1000, jobs=1, progress=False)
+    weights_scaled, history_scaled = train(queries, held, space, scaled, config, 1000, jobs=1, progress=False)
+    assert same_history(history_scaled, history)
+    assert history[-1]["held_out_map"] == 1.0
+    assert weights_scaled.v == scaled.v and weights_scaled.smt == scaled.smt  # frozen, exactly as given
+    assert weights_scaled.ir.keys() == weights.ir.keys() and weights.ir
+    for term, value in weights.ir.items():
+        assert weights_scaled.ir[term] == pytest.approx(value * factor)
+
+
+def test_one_epoch_at_a_small_scale_moves_term_weights_by_a_fraction_of_v():
+    """manclir-de's regime: v = 0.04 beside decoder weights of ~0.05. Adadelta's first steps are
+    ~0.0045 whatever the scale, so unscaled (``unit_v=False``) one epoch of the toy problem moved the
+    term weights by more than v itself ("alpha" below zero, "beta" past 2v); in the units of v they
+    move by a few percent of v, as they do at v = 0.8, and the problem is still learned."""
+    def trained(unit_v, epochs):
+        space = FeatureSpace()
+        queries = [toy_query(space, f"q{i}") for i in range(4)]
+        held = [HeldOut(toy_query(space, "held"), 2)] if epochs > 1 else []  # without: the last epoch's weights
+        start = BowfdWeights(smt={"f1": 0.05}, v=0.04)
+        return train(queries, held, space, start, LtrSettings(epochs=epochs, patience=epochs, unit_v=unit_v),
+                     1000, jobs=1, progress=False)
+
+    weights, _ = trained(True, 1)
+    assert 0.9 * 0.04 < weights.ir["alpha"] < 0.04 < weights.ir["beta"] < 1.1 * 0.04
+    weights, _ = trained(False, 1)
+    assert weights.ir["alpha"] < 0 and weights.ir["beta"] > 2 * 0.04
+    weights, history = trained(True, 30)
+    assert history[0]["held_out_map"] < 0.6 and history[-1]["held_out_map"] == 1.0
+    assert weights.ir["beta"] > 0.04 > weights.ir["alpha"]
 
 
 def test_training_pairs_and_margins():
@@ -422,6 +472,18 @@ def test_training_pairs_and_margins():
     query = TrainQuery("q", [sentence], docids, relevance, [np.zeros((5, len(sentence.terms)))], space)
     assert query.pairs == [(0, 1, 1.0), (0, 2, 1.0), (0, 3, 2.0), (0, 4, 2.0),
                            (1, 3, 1.0), (1, 4, 1.0), (2, 3, 1.0), (2, 4, 1.0)]
+
+
+def test_training_documents_within_the_reranking_depth():
+    """A judged document outside the top ``depth`` candidates cannot be reached by reranking: no pairs."""
+    candidates = ["x", "m", "y", "s", "z", "t"]
+    docids, relevance = training_documents(candidates, {"m": 2, "s": 1, "t": 1, "u": 2}, negatives=2, depth=4)
+    assert docids == ["m", "s", "x", "y"] and relevance.tolist() == [2, 1, 0, 0]
+    # judged documents are never negatives, even when cut off by the depth
+    docids, _ = training_documents(["x", "t"], {"m": 2, "t": 1}, negatives=2, depth=1)
+    assert docids == ["x"]
+    docids, relevance = training_documents(candidates, {"m": 2, "u": 2}, negatives=1)  # no depth: every judged one
+    assert docids == ["m", "u", "x"] and relevance.tolist() == [2, 2, 0]
 
 
 def test_average_precision_by_hand():
