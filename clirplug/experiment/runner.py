@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirplug.atomic import atomic_open, remove_temporaries
+from clirplug.atomic import remove_temporaries
 from clirplug.errors import ClirplugError
-from clirplug.experiment.records import is_current, output_states, record_path, stage_key
+from clirplug.experiment.records import is_current, record_path, stage_key
 from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
+from clirplug.stage_record import output_states, write_record
 
 LOCK = ".clirplug.lock"
 
@@ -114,10 +114,8 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],
               "wall_seconds": round(seconds, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,
-              "metrics": metrics, "output_states": output_states(stage)}
-    with atomic_open(path) as handle:
-        json.dump(record, handle, indent=1, sort_keys=True, default=str)
-        handle.write("\n")
+              "metrics": metrics, "output_states": output_states(stage.outputs)}
+    write_record(path, record)
     return seconds
 
 

@@ -1,16 +1,17 @@
 """Skip-or-run bookkeeping of the steps writing into one model folder.
 
-Each step records the SHA-256 of its inputs and its settings in ``DIR/stages/<step>.json``; a
-rerun skips a step whose outputs exist and whose record matches, so an interrupted run resumes.
+Each step records the SHA-256 of its inputs and its settings in ``DIR/stages/<step>.json``
+(:mod:`clirplug.stage_record`); a rerun skips a step whose record matches and whose outputs are
+as it wrote them, so an interrupted run resumes.
 """
 
-import json
 import sys
 from pathlib import Path
 
 from clirplug.digest import file_digest
+from clirplug.stage_record import is_current, output_states, record_key, write_record
 
-STAGE_FORMAT = 1  # bump when a stage's output changes for the same inputs and settings
+STAGE_FORMAT = 2  # bump when a stage's output changes for the same inputs and settings
 
 
 class Stages:
@@ -25,25 +26,19 @@ class Stages:
         return str(path.relative_to(self.out.resolve())) if path.is_relative_to(self.out.resolve()) else str(path)
 
     def run(self, name, inputs, settings, outputs, body):
-        """Run ``body()`` unless ``outputs`` exist and ``stages/<name>.json`` matches inputs and settings."""
-        from clirplug.atomic import atomic_open
-
-        record = {
+        """Run ``body()`` unless ``outputs`` are as ``stages/<name>.json`` records them for these inputs and settings."""
+        described = {
             "format": STAGE_FORMAT,
             "inputs": {self._name(path): file_digest(path) for path in inputs},
             "settings": settings,
-            "outputs": [str(Path(path).name) for path in outputs],
+            "outputs": [self._name(path) for path in outputs],
         }
-        record_path = self.out / "stages" / f"{name}.json"
-        if not self.force and record_path.is_file() and all(Path(path).is_file() for path in outputs):
-            try:
-                if json.loads(record_path.read_text(encoding="utf-8")) == record:
-                    print(f"clirplug: {name}: up to date, skipped", file=sys.stderr)
-                    return False
-            except json.JSONDecodeError:
-                pass
-        record_path.unlink(missing_ok=True)
+        key = record_key(described)
+        path = self.out / "stages" / f"{name}.json"
+        if not self.force and is_current(path, key, outputs, self._name):
+            print(f"clirplug: {name}: up to date, skipped", file=sys.stderr)
+            return False
+        path.unlink(missing_ok=True)
         body()
-        with atomic_open(record_path) as handle:
-            json.dump(record, handle, indent=1, sort_keys=True)
+        write_record(path, {**described, "key": key, "output_states": output_states(outputs, self._name)})
         return True
