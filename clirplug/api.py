@@ -76,6 +76,14 @@ def _translated(frame, translations: dict):
     return frame.assign(translation=frame["qid"].map(translations).astype(object))
 
 
+def _ranked(frame, k: int):
+    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`."""
+    from clirplug.io.runs import sort_run
+
+    frame = sort_run(frame)
+    return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+
+
 def _model(model) -> TranslationModel:
     return model if isinstance(model, TranslationModel) else TranslationModel(model)
 
@@ -117,18 +125,14 @@ class Searcher:
         """
         import pandas as pd
 
-        from clirplug.io.runs import sort_run
         from clirplug.parallel import parallel_map
 
         topics = _topics(queries, qids)
         k, threads = _at_least_one(k, "k"), _at_least_one(threads, "threads")
         if threads > 1 and len(topics) > 1:
             shares = [(self, topics[i::threads], k) for i in range(min(threads, len(topics)))]
-            frame = pd.concat(parallel_map(_run_part, shares, threads), ignore_index=True)
-        else:
-            frame = self.run(topics, k, progress)
-        frame = sort_run(frame)
-        return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+            return _ranked(pd.concat(parallel_map(_run_part, shares, threads), ignore_index=True), k)
+        return _ranked(self.run(topics, k, progress), k)
 
     def transformer(self, k: int = 1000, threads: int = 1):
         """This searcher as a PyTerrier transformer (:class:`clirplug.pyterrier.ClirplugTransformer`)."""
@@ -259,12 +263,9 @@ class Reranker(Searcher):
     def rerank(self, queries: Sequence[str], qids: Sequence[str], candidates, k: int = 1000, progress: bool = False):
         """Rescore the top ``depth`` ``candidates`` (a run frame ``qid, docid, score``) of each query; a DataFrame
         as :meth:`batch_search`'s."""
-        from clirplug.io.runs import sort_run
-
         topics = _topics(queries, qids)
         k = _at_least_one(k, "k")
-        frame = sort_run(self.rescore(topics, _candidates(topics, candidates, self.depth), k, progress))
-        return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+        return _ranked(self.rescore(topics, _candidates(topics, candidates, self.depth), k, progress), k)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         if self.first_stage is None:
