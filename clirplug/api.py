@@ -10,7 +10,7 @@ method's options, keeps them loaded, and answers Pyserini's two calls:
 
 Each searcher calls the library functions behind ``clirplug search``, ``rerank`` and ``fuse``
 (``docs/cli.md``), so its run file equals theirs and the experiment's byte for byte
-(``tests/integration/test_api.py``). A query is one text; ``field`` says how it is read: a
+(``tests/integration/test_api_demo.py``). A query is one text; ``field`` says how it is read: a
 ``title`` is translated whole, a ``desc`` (or ``narr``) sentence by sentence.
 
 The translation column holds the target-language query each document was scored with: BM25 the
