@@ -629,13 +629,16 @@ class NoLMForests:
 
 
 def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weights=None, v: float | None = None,
-                   lm: bool = True) -> BowFD:
-    """The :class:`BowFD` of a loaded :class:`~clirplug.mt.translator.Translator` and
-    :class:`~clirplug.lucene.reader.LuceneIndex` (``weights``, ``v`` and ``lm`` as in :func:`rerank_run`).
+                   lm: bool = True, progress: bool = False) -> BowFD:
+    """The :class:`BowFD` of a loaded :class:`~clirplug.mt.translator.Translator` and ``index`` (a
+    :class:`~clirplug.lucene.reader.LuceneIndex`, or a path opened after the weights are read);
+    ``weights``, ``v`` and ``lm`` as in :func:`rerank_run`.
 
     Without ``lm``, the -LM forests are decoded with the rules of the translator's restriction at this
     call: restrict it to the queries first.
     """
+    from clirplug.lucene.reader import LuceneIndex
+
     if weights is not None:
         loaded = BowfdWeights.load(weights, translator.feature_names)
         loaded.smt = {**translator.weights, **loaded.smt}
@@ -644,6 +647,8 @@ def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weigh
     if v is not None:
         loaded.v = v
     forests = translator if lm else NoLMForests(translator)
+    if not isinstance(index, LuceneIndex):
+        index = LuceneIndex(index, progress=progress)
     return BowFD(forests, index, loaded, config)
 
 
@@ -677,13 +682,12 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
     DataFrame
         The reranked run (qid, docid, rank, score).
     """
-    from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
 
     config.check()
     translator = Translator(model, kind=kind, src_lang=src_lang)
     translator.restrict_topics(topics, config.field)
-    reranker = bowfd_reranker(translator, LuceneIndex(index, progress=progress), config, weights, v, lm)
+    reranker = bowfd_reranker(translator, index, config, weights, v, lm, progress)
     if explain is not None:
         with atomic_open(explain) as handle:
             return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle)
