@@ -1,6 +1,41 @@
-"""clirplug: cross-language information retrieval on top of Pyserini/Anserini."""
+"""clirplug: cross-language information retrieval on top of Pyserini/Anserini.
+
+The Python API (:mod:`clirplug.api`): a searcher per method (``search``, ``batch_search``,
+``transformer`` for PyTerrier) and the translation model as an object. Its names are imported
+on first use, so that ``clirplug --help`` loads neither numpy nor Java.
+"""
+
+import importlib
 
 from clirplug.errors import ClirplugError
 
 __version__ = "0.1.0"
-__all__ = ["ClirplugError", "__version__"]
+__all__ = [
+    "BoostSearcher",
+    "BowfdConfig",
+    "BowfdSearcher",
+    "ClirplugError",
+    "DtSearcher",
+    "FusionSearcher",
+    "Hit",
+    "LuceneSearcher",
+    "PsqSearcher",
+    "PsqSettings",
+    "Searcher",
+    "TranslationModel",
+    "__version__",
+]
+
+# name -> the module defining it, imported by __getattr__ when the name is first used
+_LAZY = {
+    **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DtSearcher", "FusionSearcher", "Hit", "LuceneSearcher",
+                     "PsqSearcher", "Searcher", "TranslationModel"], "clirplug.api"),
+    "BowfdConfig": "clirplug.rerank.bowfd",
+    "PsqSettings": "clirplug.qt.psq_tables",
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'clirplug' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

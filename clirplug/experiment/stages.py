@@ -31,6 +31,7 @@ from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import run_frame
+from clirplug.parallel import parallel_map
 
 
 @dataclass
@@ -385,17 +386,6 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def parallel_map(function, tasks, jobs: int):
-    """``[function(t) for t in tasks]``, over ``jobs`` processes when ``jobs > 1`` (order kept)."""
-    if jobs <= 1 or len(tasks) <= 1:
-        return [function(task) for task in tasks]
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context("spawn")) as pool:
-        return list(pool.map(function, tasks))
 
 
 @stage_kind("folds")

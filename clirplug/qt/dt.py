@@ -24,11 +24,12 @@ def translate_query(translator, topic, field: str, stopwords: Iterable[str] = ()
 
 
 def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), progress: bool = True) -> dict[str, str]:
-    """``qid -> translated query`` for every topic."""
+    """``qid -> translated query`` for every topic (the translator restricted to the topics' sentences first)."""
     import sys
 
     from tqdm import tqdm
 
+    translator.restrict_topics(topics, field)
     return {topic.id: translate_query(translator, topic, field, stopwords)
             for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
 
@@ -60,6 +61,5 @@ def dt_run(topics, *, index, model, field: str = "title", kind: str = "hiero", s
     from clirplug.mt.translator import Translator
 
     translator = Translator(model, kind=kind, src_lang=src_lang)
-    translator.restrict_topics(topics, field)
     queries = dt_queries(topics, field, translator, stopwords, progress=progress)
     return bm25_search(index, queries, hits=hits, k1=k1, b=b, progress=progress)

@@ -238,6 +238,13 @@ def psq_queries(source: PsqSource, topics, builder, tokenize) -> dict[str, list[
     return {topic.id: builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize)) for topic in topics}
 
 
+def psq_topic_queries(topics, source: PsqSource, settings: PsqSettings | None = None) -> dict[str, list[dict[str, float]]]:
+    """``qid -> per-token distributions`` of every topic under ``settings`` (default: Pr_token only), from
+    :func:`psq_builder` restricted to the topics."""
+    builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, topics)
+    return psq_queries(source, topics, builder, tokenize)
+
+
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
                progress: bool = True):
     """A run frame (:func:`clirplug.io.runs.run_frame`) of PSQ for ``qid -> distributions``."""
@@ -255,6 +262,5 @@ def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = 
     language; ``settings`` are the ``--psq`` options (docs/psq.md; default: Pr_token only, no
     thresholds). Returns the run frame of the top ``hits`` documents.
     """
-    builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, topics)
-    queries = psq_queries(source, topics, builder, tokenize)
+    queries = psq_topic_queries(topics, source, settings)
     return psq_search(PsqScorer(index, k1, b), queries, hits, progress=progress)

@@ -448,12 +448,16 @@ class PsqBuilder:
         self.memo = {} if memo is None else memo
 
     def sentence(self, tokens: Sequence[str]) -> list[Distribution]:
-        """One pruned distribution per source token of one sentence.
+        """One pruned distribution per source token of one sentence (:meth:`terms` without the tokens)."""
+        return [dist for _, dist in self.terms(tokens)]
+
+    def terms(self, tokens: Sequence[str]) -> list[tuple[str | None, Distribution]]:
+        """``(source token, pruned distribution)`` of each source token of one sentence.
 
         Repeated tokens keep one distribution each; source stopwords and tokens without a
         letter or digit are dropped; a token no component knows, or with no translation left
         after the stopwords and thresholds, translates as itself. With ``orphans``, the
-        n-best's orphan target words of enough mass follow, one ``{word: 1}`` each.
+        n-best's orphan target words of enough mass follow, one ``(None, {word: 1})`` each.
         """
         s = self.settings
         tables = []
@@ -479,11 +483,11 @@ class PsqBuilder:
             dist = prune(drop_target_stopwords(dist, self.tgt_stopwords), s.p_lower, s.p_cumulative)
             # no translation left (all below p_L or stopwords, e.g. a rare identifier whose
             # alignment probabilities are spread over its whole sentence): itself, as if unknown
-            result.append(dist or {src: 1.0})
+            result.append((src, dist or {src: 1.0}))
         if s.orphans > 0:
             masses = self._table(("orphans", s.nbest, s.scale, s.stopwords, tuple(tokens)), lambda: orphan_targets(
                 tokens, self.translate(tokens, s.nbest), self._kept, s.scale))
-            result.extend({word: 1.0} for word, mass in masses.items()
+            result.extend((None, {word: 1.0}) for word, mass in masses.items()
                           if mass >= s.orphans and word not in self.tgt_stopwords and any(c.isalnum() for c in word))
         return result
 

@@ -812,9 +812,10 @@ def rerank_run(topics, candidates=None, *, model, corpus, field: str | None = No
                progress: bool = True):
     """The boosting model file ``model`` over ``corpus`` (a JSONL file or folder): each topic's ``candidates``
     (a run frame) rescored, or without them the whole collection scored; the top ``depth`` as a run frame
-    (``field``: default the one the model was trained on)."""
-    boost = load(model)
-    collection = read_collection(corpus, boost, progress=progress)
+    (``field``: default the one the model was trained on). ``model`` may also be a loaded :class:`BoostModel`
+    and ``corpus`` its :class:`Collection` (:func:`read_collection`)."""
+    boost = model if isinstance(model, BoostModel) else load(model)
+    collection = corpus if isinstance(corpus, Collection) else read_collection(corpus, boost, progress=progress)
     if candidates is None:
         return boost.search(topics, collection, field=field, depth=depth, progress=progress)
     return boost.rerank(topics, collection, candidates, field=field, depth=depth, progress=progress)

@@ -557,10 +557,8 @@ class BowFD:
             scores, results = self.score(sentences, docs, back_pointers=explain is not None)
             rows.extend(zip([topic.id] * len(docids), docids, scores.tolist()))
             if explain is not None:
-                for d, docid in enumerate(docids):
-                    record = {"qid": topic.id, "docid": docid, "score": float(scores[d]), "sentences": [
-                        self.explain(sentence, result, docs, d) for sentence, result in zip(sentences, results)]}
-                    explain.write(json.dumps(record, ensure_ascii=False) + "\n")
+                for record in self._records(sentences, results, scores, docs, docids):
+                    explain.write(json.dumps({"qid": topic.id, **record}, ensure_ascii=False) + "\n")
         if missing:
             what = (f"{len(missing)} of {total} candidate documents are not in the index "
                     f"(first: {missing[0][1]!r} of topic {missing[0][0]!r})")
@@ -569,6 +567,25 @@ class BowFD:
             warn(f"BOW-FD: {what}; they are dropped")
         frame = pd.DataFrame(rows, columns=SCORED_COLUMNS)
         return sort_run(frame)
+
+    def derivations(self, text: str, docids: Sequence[str], field: str | None = None) -> list[dict]:
+        """The winning derivations of the query ``text`` for each of ``docids`` found in the index: the records
+        of ``clirplug rerank --explain`` without the qid (docid, score, and :meth:`explain` per sentence).
+
+        The scores come from a float64 pass with back pointers; they may differ from :meth:`rerank`'s
+        (float32, :data:`SCORE_DTYPE`) in the last digits.
+        """
+        docs, kept = self.doc_rows(docids)
+        if not kept:
+            return []
+        sentences = self.prepare(text, field)
+        scores, results = self.score(sentences, docs, back_pointers=True)
+        return self._records(sentences, results, scores, docs, kept)
+
+    def _records(self, sentences, results, scores, docs, docids) -> list[dict]:
+        return [{"docid": docid, "score": float(scores[d]), "sentences": [
+            self.explain(sentence, result, docs, d) for sentence, result in zip(sentences, results)]}
+            for d, docid in enumerate(docids)]
 
     def explain(self, sentence: PreparedSentence, result: SentenceScores, docs: np.ndarray, d: int) -> dict:
         """Document ``d``'s winning derivation for one sentence: yield, score, fired BM25 features."""
@@ -611,6 +628,30 @@ class NoLMForests:
 # ============================================================================ a run reranked
 
 
+def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weights=None, v: float | None = None,
+                   lm: bool = True, progress: bool = False) -> BowFD:
+    """The :class:`BowFD` of a loaded :class:`~clirplug.mt.translator.Translator` and ``index`` (a
+    :class:`~clirplug.lucene.reader.LuceneIndex`, or a path opened after the weights are read);
+    ``weights``, ``v`` and ``lm`` as in :func:`rerank_run`.
+
+    Without ``lm``, the -LM forests are decoded with the rules of the translator's restriction at this
+    call: restrict it to the queries first.
+    """
+    from clirplug.lucene.reader import LuceneIndex
+
+    if weights is not None:
+        loaded = BowfdWeights.load(weights, translator.feature_names)
+        loaded.smt = {**translator.weights, **loaded.smt}
+    else:
+        loaded = BowfdWeights(smt=dict(translator.weights))
+    if v is not None:
+        loaded.v = v
+    forests = translator if lm else NoLMForests(translator)
+    if not isinstance(index, LuceneIndex):
+        index = LuceneIndex(index, progress=progress)
+    return BowFD(forests, index, loaded, config)
+
+
 def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdConfig(), weights=None,
                v: float | None = None, kind: str = "hiero", src_lang: str = "de", lm: bool = True, depth: int = 1000,
                explain=None, progress: bool = True):
@@ -641,21 +682,12 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
     DataFrame
         The reranked run (qid, docid, rank, score).
     """
-    from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
 
     config.check()
     translator = Translator(model, kind=kind, src_lang=src_lang)
     translator.restrict_topics(topics, config.field)
-    if weights is not None:
-        loaded = BowfdWeights.load(weights, translator.feature_names)
-        loaded.smt = {**translator.weights, **loaded.smt}
-    else:
-        loaded = BowfdWeights(smt=dict(translator.weights))
-    if v is not None:
-        loaded.v = v
-    forests = translator if lm else NoLMForests(translator)
-    reranker = BowFD(forests, LuceneIndex(index, progress=progress), loaded, config)
+    reranker = bowfd_reranker(translator, index, config, weights, v, lm, progress)
     if explain is not None:
         with atomic_open(explain) as handle:
             return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle)

@@ -99,6 +99,20 @@ def test_the_library_does_not_import_the_command_line():
     assert upward == []
 
 
+def test_the_library_does_not_import_the_python_api():
+    """The API (``clirplug.api``, ``clirplug.pyterrier``) is a front end: the library below never imports it."""
+    front = ("clirplug.api", "clirplug.pyterrier")
+    upward = sorted(f"{name} -> {m}" for name, imports in _package_graph().items() if name not in front
+                    for m in imports if m in front)
+    assert upward == []
+
+
+def test_only_clirplug_pyterrier_imports_pyterrier():
+    """PyTerrier is the optional extra ``clirplug[pyterrier]``: one module imports it, itself imported on first use."""
+    assert _importers([path for path in sorted(PACKAGE.rglob("*.py")) if path.name != "pyterrier.py"], "pyterrier") == []
+    assert _importers([PACKAGE / "pyterrier.py"], "pyterrier"), "the rule checks nothing: no module imports pyterrier"
+
+
 def test_the_experiment_modules_import_each_other_without_a_circle():
     graph = {name: {m for m in imports if m.startswith("clirplug.experiment")}
              for name, imports in _package_graph().items() if name.startswith("clirplug.experiment")}

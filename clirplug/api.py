@@ -1,0 +1,487 @@
+"""The Python API: a searcher per method and the translation model as an object.
+
+A searcher is built from its resources (a Lucene index, a model folder, a first stage) and its
+method's options, keeps them loaded, and answers Pyserini's two calls:
+
+* ``search(query, k=1000)``: the ``k`` best :class:`Hit` (docid, score, the translation used);
+* ``batch_search(queries, qids, k=1000, threads=1)``: a DataFrame ``qid, docid, rank, score,
+  translation`` ranked as :func:`clirplug.io.runs.sort_run` ranks, which
+  :func:`clirplug.io.runs.write_run` writes as a TREC run.
+
+Each searcher calls the library functions behind ``clirplug search``, ``rerank`` and ``fuse``
+(``docs/cli.md``), so its run file equals theirs and the experiment's byte for byte
+(``tests/integration/test_api_demo.py``). A query is one text; ``field`` says how it is read: a
+``title`` is translated whole, a ``desc`` (or ``narr``) sentence by sentence.
+
+The translation column holds the target-language query each document was scored with: BM25 the
+query itself, DT the 1-best, PSQ the weighted query (``#wsum(0.7 file 0.3 data)`` per source
+token, ``#1(...)`` a phrase), BOW-FD the document's winning derivation (sentences joined by
+spaces), boosting none (it scores n-gram pairs), fusion those of its inputs joined by `` | ``.
+``searcher.transformer()`` makes a PyTerrier transformer of any searcher (:mod:`clirplug.pyterrier`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+from clirplug.errors import ClirplugError
+
+COLUMNS = ["qid", "docid", "rank", "score", "translation"]
+
+
+class Hit(NamedTuple):
+    """One document of a ranking: its id, its score and the translation it was scored with."""
+
+    docid: str
+    score: float
+    translation: str | None
+
+
+def _topics(queries: Sequence[str], qids: Sequence[str]):
+    """Topics whose three fields hold the query (``field`` then only says how it is split)."""
+    from clirplug.io.topics import Topic
+
+    queries, qids = list(queries), [str(qid) for qid in qids]
+    if len(queries) != len(qids):
+        raise ClirplugError(f"batch_search: {len(queries)} queries but {len(qids)} qids")
+    seen = set()
+    for qid, text in zip(qids, queries):
+        if qid in seen:
+            raise ClirplugError(f"batch_search: qid {qid!r} occurs twice")
+        if not isinstance(text, str):
+            raise ClirplugError(f"batch_search: the query of {qid!r} is not a string: {text!r}")
+        seen.add(qid)
+    return [Topic(qid, text, text, text) for qid, text in zip(qids, queries)]
+
+
+def _at_least_one(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ClirplugError(f"{name} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _check_field(field: str) -> str:
+    from clirplug.io.topics import FIELDS
+
+    if field not in FIELDS:
+        raise ClirplugError(f"unknown field {field!r}: choose one of {', '.join(FIELDS)}")
+    return field
+
+
+def _translated(frame, translations: dict):
+    """``frame`` with the ``translation`` of each row's query."""
+    return frame.assign(translation=frame["qid"].map(translations).astype(object))
+
+
+def _ranked(frame, k: int):
+    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`."""
+    from clirplug.io.runs import sort_run
+
+    frame = sort_run(frame)
+    return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+
+
+def _model(model) -> TranslationModel:
+    return model if isinstance(model, TranslationModel) else TranslationModel(model)
+
+
+def _rebuild(cls, spec: dict):
+    return cls(**spec)
+
+
+def _run_part(task):
+    """Worker of ``batch_search(threads=N)``: one share of the topics."""
+    searcher, topics, k = task
+    return searcher.run(topics, k)
+
+
+class Searcher:
+    """Base of the searchers: :meth:`search` and :meth:`batch_search` over the method's :meth:`run`.
+
+    A searcher pickles as the arguments it was built from (``_spec``), so that ``batch_search``
+    can rebuild it in worker processes.
+    """
+
+    _spec: dict
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        """The run frame (``qid, docid, rank, score, translation``) of the topics' queries, ``k`` per query."""
+        raise NotImplementedError
+
+    def search(self, query: str, k: int = 1000) -> list[Hit]:
+        """The ``k`` best documents for ``query``, best first."""
+        frame = self.batch_search([query], ["q"], k)
+        return [Hit(*row) for row in zip(frame["docid"], frame["score"].tolist(), frame["translation"])]
+
+    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int = 1000, threads: int = 1,
+                     progress: bool = False):
+        """The ``k`` best documents of each query as a DataFrame ``qid, docid, rank, score, translation``.
+
+        ``threads`` > 1 spreads the queries over that many processes (each loads the searcher
+        again, and the JVM); the result does not depend on it.
+        """
+        import pandas as pd
+
+        from clirplug.parallel import parallel_map
+
+        topics = _topics(queries, qids)
+        k, threads = _at_least_one(k, "k"), _at_least_one(threads, "threads")
+        if threads > 1 and len(topics) > 1:
+            shares = [(self, topics[i::threads], k) for i in range(min(threads, len(topics)))]
+            return _ranked(pd.concat(parallel_map(_run_part, shares, threads), ignore_index=True), k)
+        return _ranked(self.run(topics, k, progress), k)
+
+    def transformer(self, k: int = 1000, threads: int = 1):
+        """This searcher as a PyTerrier transformer (:class:`clirplug.pyterrier.ClirplugTransformer`)."""
+        from clirplug.pyterrier import ClirplugTransformer
+
+        return ClirplugTransformer(self, k, threads)
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self._spec)
+
+
+class LuceneSearcher(Searcher):
+    """BM25 of the untranslated query over a Lucene index (``clirplug search --method bm25``), as Pyserini's."""
+
+    def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+        from clirplug.lucene.search import Bm25Searcher
+
+        self._spec = {"index": index, "k1": k1, "b": b}
+        self.searcher = Bm25Searcher(index, k1, b)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        queries = {topic.id: topic.title for topic in topics}
+        return _translated(self.searcher.search_all(queries, k, progress), queries)
+
+
+class DtSearcher(Searcher):
+    """Direct translation: BM25 of the model's 1-best (``clirplug search --method dt``, :func:`clirplug.qt.dt.dt_run`).
+
+    Parameters
+    ----------
+    index : path
+        Lucene index of the target-language documents.
+    model : path or TranslationModel
+        Model folder (a path is loaded with the ``hiero`` grammar and German queries).
+    field : {"title", "desc", "narr"}
+        How a query is read: ``title`` translated whole, otherwise sentence by sentence.
+    stopwords : iterable of str
+        Target-language words removed from the 1-best.
+    k1, b : float
+        BM25 parameters (Anserini's by default).
+    """
+
+    def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
+                 k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+        from clirplug.lucene.search import Bm25Searcher
+
+        self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
+        self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords, "k1": k1, "b": b}
+        self.searcher = Bm25Searcher(index, k1, b)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        from clirplug.qt.dt import dt_queries
+
+        queries = dt_queries(topics, self.field, self.model.translator, self.stopwords, progress=progress)
+        return _translated(self.searcher.search_all(queries, k, progress), queries)
+
+
+def _psq_text(distributions) -> str:
+    """A PSQ query in Indri's notation: ``#wsum(p e ...)`` per source token, ``#1(...)`` a phrase target."""
+    def term(target):
+        return f"#1({target})" if " " in target else target
+
+    return " ".join("#wsum(" + " ".join(f"{p:.4g} {term(t)}" for t, p in dist.items()) + ")" for dist in distributions)
+
+
+class PsqSearcher(Searcher):
+    """Probabilistic structured queries (``clirplug search --method psq``, :func:`clirplug.qt.psq.psq_run`).
+
+    Parameters
+    ----------
+    index : path
+    model : path or TranslationModel, optional
+        Model folder whose tables (and grammar, and decoder) make the queries' distributions.
+    settings : PsqSettings, optional
+        The ``--psq`` options (``PsqSettings.parse("pL=0.01,pC=0.95")``; ``docs/psq.md``).
+    table : path, optional
+        A PSQ table file used instead of ``model``.
+    field : {"title", "desc", "narr"}
+    src_lang : str, optional
+        Query language of a ``table`` (default ``de``); a model's is its own.
+    k1, b : float
+    """
+
+    def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
+                 src_lang: str | None = None, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+        from clirplug.qt.psq import PsqScorer, PsqSource
+        from clirplug.qt.psq_tables import PsqSettings
+
+        if (model is None) == (table is None):
+            raise ClirplugError("PsqSearcher needs exactly one of a model and a table")
+        self.model = None if model is None else _model(model)
+        self.settings = PsqSettings() if settings is None else settings
+        if self.model is not None:
+            src_lang = src_lang or self.model.src_lang
+            self.source = PsqSource(model=str(self.model.folder), field=_check_field(field), kind=self.model.kind,
+                                    src_lang=src_lang)
+        else:
+            self.source = PsqSource(field=_check_field(field), src_lang=src_lang or "de", table=str(table))
+        self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
+                      "src_lang": src_lang, "k1": k1, "b": b}
+        self.scorer = PsqScorer(index, k1, b)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        from clirplug.qt.psq import psq_search, psq_topic_queries
+
+        queries = psq_topic_queries(topics, self.source, self.settings)
+        frame = psq_search(self.scorer, queries, k, progress=progress)
+        return _translated(frame, {qid: _psq_text(dists) for qid, dists in queries.items()})
+
+
+def _candidates(topics, candidates, depth: int):
+    """The top ``depth`` documents of each topic's candidates (a run frame, or PyTerrier's with ``docno``)."""
+    from clirplug.io.runs import sort_run
+
+    if "docid" not in candidates.columns and "docno" in candidates.columns:
+        candidates = candidates.rename(columns={"docno": "docid"})
+    ranked = sort_run(candidates[["qid", "docid", "score"]])
+    ids = {topic.id for topic in topics}
+    return ranked[(ranked["rank"] <= depth) & ranked["qid"].isin(ids)].reset_index(drop=True)
+
+
+class Reranker(Searcher):
+    """A searcher that rescores the top ``depth`` documents of a first stage (or of given candidates)."""
+
+    first_stage: Searcher | None
+    depth: int
+
+    def rerank(self, queries: Sequence[str], qids: Sequence[str], candidates, k: int = 1000, progress: bool = False):
+        """Rescore the top ``depth`` ``candidates`` (a run frame ``qid, docid, score``) of each query; a DataFrame
+        as :meth:`batch_search`'s."""
+        topics = _topics(queries, qids)
+        k = _at_least_one(k, "k")
+        return _ranked(self.rescore(topics, _candidates(topics, candidates, self.depth), k, progress), k)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        if self.first_stage is None:
+            return self.rescore(topics, None, k, progress)
+        return self.rescore(topics, self.first_stage.run(topics, self.depth, progress), k, progress)
+
+    def rescore(self, topics, candidates, k: int, progress: bool):
+        """The run frame of the topics' ``candidates`` rescored (``None``: no first stage)."""
+        raise NotImplementedError
+
+
+class BowfdSearcher(Reranker):
+    """BOW-FD: a first stage's top ``depth`` reranked by bag-of-words forced decoding (``clirplug rerank
+    --method bowfd``, :func:`clirplug.rerank.bowfd.rerank_run`).
+
+    Parameters
+    ----------
+    index : path
+        The Lucene index of the candidates (statistics and analyzer).
+    model : path or TranslationModel
+    first_stage : Searcher, optional
+        Where the candidates come from (without it, only :meth:`rerank` works).
+    config : BowfdConfig, optional
+        BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's).
+    weights : path, optional
+        Weights from ``clirplug train bowfd`` (default: the model's decoder weights and ``v`` on every term).
+    v : float, optional
+        Overrides the weights' IR default weight.
+    lm : bool
+        False: the -LM forests (the paper's ablation).
+    depth : int
+        Candidates reranked per query.
+    """
+
+    def __init__(self, index, model, first_stage: Searcher | None = None, config=None, *, weights=None,
+                 v: float | None = None, lm: bool = True, depth: int = 100):
+        from clirplug.lucene.reader import LuceneIndex
+        from clirplug.rerank.bowfd import BowfdConfig
+
+        self.model, self.first_stage = _model(model), first_stage
+        self.config = (BowfdConfig() if config is None else config).check()
+        self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
+        self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "config": self.config,
+                      "weights": weights, "v": v, "lm": lm, "depth": depth}
+        self.index = LuceneIndex(index, progress=False)
+
+    def rescore(self, topics, candidates, k: int, progress: bool):
+        from clirplug.rerank.bowfd import bowfd_reranker
+
+        if candidates is None:
+            raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
+        translator = self.model.translator
+        translator.restrict_topics(topics, self.config.field)
+        reranker = bowfd_reranker(translator, self.index, self.config, self.weights, self.v, self.lm)
+        frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
+        frame = frame[frame["rank"] <= k]
+        derivations = {}
+        for topic in topics:
+            docids = frame.loc[frame["qid"] == topic.id, "docid"].tolist()
+            for record in reranker.derivations(topic.title, docids) if docids else []:
+                derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
+        return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
+
+
+class BoostSearcher(Reranker):
+    """Bagged RankBoost over n-gram pairs (``clirplug search|rerank --method boost``,
+    :func:`clirplug.rerank.boosting.rerank_run`): the whole collection scored, or a first stage's top ``depth``.
+
+    Parameters
+    ----------
+    model : path
+        A model from ``clirplug train boost``.
+    corpus : path
+        The target-language collection (JSONL file or folder).
+    first_stage : Searcher, optional
+    field : {"title", "desc", "narr"}, optional
+        How a query is read (default: the field the model was trained on).
+    depth : int
+        Candidates reranked per query (with a first stage).
+    """
+
+    def __init__(self, model, corpus, first_stage: Searcher | None = None, *, field: str | None = None,
+                 depth: int = 1000):
+        from clirplug.rerank import boosting
+
+        self.first_stage, self.field = first_stage, field and _check_field(field)
+        self.depth = _at_least_one(depth, "depth")
+        self._spec = {"model": model, "corpus": corpus, "first_stage": first_stage, "field": field, "depth": depth}
+        self.boost = boosting.load(model)
+        self.collection = boosting.read_collection(corpus, self.boost)
+
+    def rescore(self, topics, candidates, k: int, progress: bool):
+        from clirplug.rerank.boosting import rerank_run
+
+        frame = rerank_run(topics, candidates, model=self.boost, corpus=self.collection, field=self.field, depth=k,
+                           progress=progress)
+        return frame.assign(translation=None)
+
+
+class FusionSearcher(Searcher):
+    """The runs of several searchers fused (``clirplug fuse``, :func:`clirplug.fusion.fuse`).
+
+    Parameters
+    ----------
+    searchers : sequence of Searcher
+    method : str
+        A fusion method of :data:`clirplug.fusion.FUSERS` (``borda``, ``rrf``, ``combsum``, ``combmnz``).
+    weights : sequence of float, optional
+        One per searcher (``(kappa, 1 - kappa)`` for two); the method's default without.
+    depth : int
+        K: documents taken from each searcher and kept.
+    """
+
+    def __init__(self, searchers: Sequence[Searcher], *, method: str = "borda", weights=None, depth: int = 1000):
+        from clirplug.fusion import get_fuser
+        from clirplug.fusion._common import check_depth, check_weights
+
+        get_fuser(method)
+        self.searchers, self.method = list(searchers), method
+        self.weights = None if weights is None else check_weights(weights, len(self.searchers), 1.0)
+        self.depth = check_depth(depth)
+        self._spec = {"searchers": self.searchers, "method": method, "weights": weights, "depth": depth}
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        import pandas as pd
+
+        from clirplug.fusion import fuse
+
+        runs = [searcher.run(topics, self.depth, progress) for searcher in self.searchers]
+        fused = fuse(self.method, runs, weights=self.weights, depth=self.depth)
+        labels = (pd.concat([run[["qid", "docid", "translation"]] for run in runs], ignore_index=True)
+                  .dropna().groupby(["qid", "docid"], sort=False)["translation"]
+                  .agg(lambda texts: " | ".join(dict.fromkeys(texts))))
+        translations = [labels.get(key) for key in zip(fused["qid"], fused["docid"])]
+        return fused.assign(translation=translations)
+
+
+class TranslationModel:
+    """A model folder (``docs/models.md``) loaded for translation, PSQ tables and BOW-FD derivations.
+
+    Parameters
+    ----------
+    folder : path
+    kind : {"hiero", "flat"}
+        The grammar decoded with.
+    src_lang : str
+        The language of the queries (tokenization, sentence splitting).
+    cache : bool
+        Read and write the folder's translation cache (``folder/cache/``).
+    """
+
+    def __init__(self, folder, kind: str = "hiero", src_lang: str = "de", cache: bool = True):
+        from clirplug.mt.translator import Translator
+
+        self.folder = Path(folder)
+        self.translator = Translator(folder, kind=kind, src_lang=src_lang, cache=cache)
+        self._spec = {"folder": folder, "kind": kind, "src_lang": src_lang, "cache": cache}
+        self._indexes: dict = {}
+
+    @property
+    def kind(self) -> str:
+        return self.translator.kind
+
+    @property
+    def src_lang(self) -> str:
+        return self.translator.src_lang
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self._spec)
+
+    def translate(self, text: str, nbest: int = 1) -> list[tuple[str, float]]:
+        """The ``nbest`` best translations of ``text`` (one segment) with their model scores (log10), best first.
+
+        A text longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` tokens is decoded in
+        chunks, whose 1-bests are joined (``nbest`` must then be 1).
+        """
+        nbest = _at_least_one(nbest, "nbest")
+        pieces = self.translator.sentences(text, split=False)
+        if len(pieces) > 1 and nbest > 1:
+            raise ClirplugError(f"translate: a text of {sum(map(len, pieces))} tokens is decoded in {len(pieces)} "
+                                "chunks, whose n-best lists do not combine: use nbest=1")
+        self.translator.restrict(pieces)
+        lists = [self.translator.translate(tokens, nbest) for tokens in pieces]
+        if len(lists) == 1:
+            return [(" ".join(t.words), t.score) for t in lists[0]]
+        bests = [best[0] for best in lists if best]
+        return [(" ".join(w for t in bests for w in t.words), sum(t.score for t in bests))] if bests else []
+
+    def psq_table(self, query: str, settings=None, field: str = "title") -> list[tuple[str | None, dict[str, float]]]:
+        """The PSQ distributions of ``query``: ``(source token, {target: p})`` per kept token of each sentence,
+        as :class:`PsqSearcher` searches them (``(None, {word: 1})`` for an n-best orphan word)."""
+        from clirplug.io.topics import Topic
+        from clirplug.mt.preprocess import topic_sentences
+        from clirplug.qt.psq import PsqSource, psq_builder
+        from clirplug.qt.psq_tables import PsqSettings
+
+        topic = Topic("q", query, query, query)
+        source = PsqSource(model=str(self.folder), field=_check_field(field), kind=self.kind, src_lang=self.src_lang)
+        builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, [topic])
+        return [term for tokens in topic_sentences(topic, field, self.src_lang, tokenize) for term in builder.terms(tokens)]
+
+    def derivation(self, query: str, docid: str, index, config=None, *, weights=None, v: float | None = None,
+                   lm: bool = True) -> dict:
+        """BOW-FD's winning derivation of ``query`` for document ``docid`` of ``index`` (options as
+        :class:`BowfdSearcher`'s): ``{"docid", "score", "sentences": [{"yield", "score", "prefiltered",
+        "bm25"}, ...]}``, a record of ``clirplug rerank --explain``."""
+        from clirplug.io.topics import Topic
+        from clirplug.lucene.reader import LuceneIndex
+        from clirplug.rerank.bowfd import BowfdConfig, bowfd_reranker
+
+        config = (BowfdConfig() if config is None else config).check()
+        if str(index) not in self._indexes:
+            self._indexes[str(index)] = LuceneIndex(index, progress=False)
+        self.translator.restrict_topics([Topic("q", query, query, query)], config.field)
+        reranker = bowfd_reranker(self.translator, self._indexes[str(index)], config, weights, v, lm)
+        records = reranker.derivations(query, [docid])
+        if not records:
+            raise ClirplugError(f"document {docid!r} is not in the index {index}")
+        return records[0]

@@ -1,0 +1,47 @@
+"""PyTerrier transformers of the clirplug searchers (``pip install clirplug[pyterrier]``).
+
+``searcher.transformer()`` wraps any :class:`clirplug.api.Searcher`. Given queries (``qid, query``)
+it retrieves; given results (``qid, query, docno, score``, e.g. from an earlier stage), a reranker
+(BOW-FD, boosting) rescores their top ``depth`` documents, so pipelines compose as in PyTerrier::
+
+    dt = DtSearcher("indexes/demo", model).transformer()
+    bowfd = BowfdSearcher("indexes/demo", model, depth=50).transformer()
+    results = (dt >> bowfd)(pt.io.read_topics("topics.tsv", format="singleline"))
+
+The output has PyTerrier's columns ``qid, query, docno, score, rank`` (ranks from
+:data:`pyterrier.model.FIRST_RANK`, 0) and clirplug's ``translation``. Only this module imports
+PyTerrier, so clirplug works without it.
+"""
+
+import pyterrier as pt
+
+from clirplug.api import Reranker, Searcher
+
+
+class ClirplugTransformer(pt.Transformer):
+    """A :class:`~clirplug.api.Searcher` as a PyTerrier transformer, ``k`` documents per query.
+
+    ``threads`` is :meth:`~clirplug.api.Searcher.batch_search`'s.
+    """
+
+    def __init__(self, searcher: Searcher, k: int = 1000, threads: int = 1):
+        self.searcher, self.k, self.threads = searcher, k, threads
+
+    def __repr__(self) -> str:
+        return f"ClirplugTransformer({type(self.searcher).__name__}, k={self.k})"
+
+    def transform(self, inp):
+        """Retrieve for a query frame, or (a reranker) rescore a result frame."""
+        with pt.validate.any(inp) as v:
+            v.query_frame(extra_columns=["query"], mode="retrieve")
+            if isinstance(self.searcher, Reranker):
+                v.result_frame(extra_columns=["query", "score"], mode="rerank")
+        queries = inp[["qid", "query"]].drop_duplicates("qid")
+        qids, texts = queries["qid"].astype(str).tolist(), queries["query"].tolist()
+        if v.mode == "rerank":
+            frame = self.searcher.rerank(texts, qids, inp.assign(qid=inp["qid"].astype(str)), self.k)
+        else:
+            frame = self.searcher.batch_search(texts, qids, self.k, self.threads)
+        frame = frame.rename(columns={"docid": "docno"}).merge(queries.assign(qid=qids), on="qid")
+        frame["rank"] = frame["rank"] - 1 + pt.model.FIRST_RANK  # clirplug's ranks count from 1
+        return frame[["qid", "query", "docno", "score", "rank", "translation"]]

@@ -1,0 +1,174 @@
+"""The Python API on the demo: each method's run equals the command line's and the experiment's, byte for byte.
+
+The experiment (the session's ``demo`` fixture, configs/demo.yaml) trained the models and tuned PSQ,
+BOW-FD and fusion on train; the API and ``clirplug search|rerank|fuse`` are given the same models
+and the settings the experiment chose, and write the dev run with the experiment's run tag.
+"""
+
+import json
+
+import pandas as pd
+import pytest
+
+from clirplug.api import (
+    BoostSearcher,
+    BowfdSearcher,
+    DtSearcher,
+    FusionSearcher,
+    LuceneSearcher,
+    PsqSearcher,
+    TranslationModel,
+)
+from clirplug.cli import main
+from clirplug.io.runs import read_run, write_run
+from clirplug.io.topics import read_topics, topic_field
+from clirplug.qt.psq_tables import PsqSettings
+from clirplug.rerank.bowfd import BowfdConfig
+
+pytestmark = pytest.mark.jvm
+
+FIELDS = ("title", "desc")
+
+
+class Demo:
+    """The demo experiment's files, and the API searchers and CLI arguments of its dev runs."""
+
+    def __init__(self, config):
+        self.config = config
+        self.index, self.models = str(config.index_dir), str(config.model_dir)
+        self.topics = str(config.collection.topics("dev"))
+        self.model = TranslationModel(config.model_dir, kind="flat", src_lang=config.collection.lang)
+        self.bm25 = config.bm25
+
+    def run(self, field: str, name: str):
+        return self.config.run_dir / f"dev.{field}.{name}.trec"
+
+    def tuned(self, field: str, name: str) -> dict:
+        return json.loads(self.run(field, name).with_suffix(".json").read_text(encoding="utf-8"))["tuned"]
+
+    def queries(self, field: str):
+        topics = read_topics(self.topics)
+        return [topic_field(t, field) for t in topics], [t.id for t in topics]
+
+    def search_args(self, field: str, *method):
+        return ["search", "--index", self.index, "--topics", self.topics, "--field", field,
+                "--k1", repr(self.bm25["k1"]), "--b", repr(self.bm25["b"]), *method]
+
+    def dt(self, field: str):
+        return DtSearcher(self.index, self.model, field=field, **self.bm25)
+
+    def psq(self, field: str):
+        return PsqSearcher(self.index, self.model, PsqSettings.parse(self.tuned(field, "psq")["psq"]), field=field,
+                           **self.bm25)
+
+    def weights(self, field: str) -> str:
+        return f"{self.models}/bowfd.bowfd.{field}.weights"
+
+    def boost_model(self, field: str) -> str:
+        return f"{self.models}/boost.boost.{field}.npz"
+
+    def method(self, name: str, field: str):
+        """The API searcher and the CLI arguments (without output and tag) of the demo's run ``name``."""
+        flat = ["--model", self.models, "--kind", "flat"]
+        if name == "floor":
+            return LuceneSearcher(self.index, **self.bm25), self.search_args(field, "--quiet")
+        if name == "dt":
+            return self.dt(field), self.search_args(field, "--method", "dt", *flat, "--quiet")
+        if name == "psq":
+            spec = self.tuned(field, "psq")["psq"]
+            return self.psq(field), self.search_args(field, "--method", "psq", *flat, "--psq", spec, "--quiet")
+        if name == "bowfd":
+            searcher = BowfdSearcher(self.index, self.model, self.dt(field), BowfdConfig(field=field),
+                                     weights=self.weights(field), depth=50)
+            return searcher, ["rerank", "--method", "bowfd", *flat, "--index", self.index, "--topics", self.topics,
+                              "--field", field, "--candidates", str(self.run(field, "dt")), "--weights",
+                              self.weights(field), "--depth", "50", "--quiet"]
+        if name == "boost":
+            corpus = str(self.config.collection.corpus)
+            return BoostSearcher(self.boost_model(field), corpus, field=field), [
+                "search", "--method", "boost", "--model", self.boost_model(field), "--corpus", corpus,
+                "--topics", self.topics, "--field", field, "--quiet"]
+        tuned = self.tuned(field, "dt+psq")
+        kappa = tuned["kappa"]
+        searcher = FusionSearcher([self.dt(field), self.psq(field)], method=tuned["method"], weights=[kappa, 1 - kappa])
+        return searcher, ["fuse", "--runs", str(self.run(field, "dt")), str(self.run(field, "psq")),
+                          "--method", tuned["method"], "--kappa", repr(kappa)]
+
+
+@pytest.fixture(scope="module")
+def runs(demo):
+    return Demo(demo[0])
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("name", ["floor", "dt", "psq", "bowfd", "boost", "dt+psq"])
+def test_api_cli_and_yaml_write_the_same_run(runs, tmp_path, name, field):
+    """``batch_search`` written by ``write_run``, the command and the experiment: three byte-identical files."""
+    searcher, arguments = runs.method(name, field)
+    tag = f"{name}.{field}"
+    frame = searcher.batch_search(*runs.queries(field), k=1000)
+    write_run(frame, tmp_path / "api.trec", tag=tag)
+    assert main([*arguments, "--output", str(tmp_path / "cli.trec"), "--run-tag", tag]) == 0
+    expected = runs.run(field, name).read_bytes()
+    assert len(read_run(tmp_path / "api.trec")) > 0
+    assert (tmp_path / "api.trec").read_bytes() == expected
+    assert (tmp_path / "cli.trec").read_bytes() == expected
+
+
+def test_search_returns_the_hits_of_batch_search_with_their_translation(runs):
+    texts, qids = runs.queries("title")
+    dt = runs.dt("title")
+    frame = dt.batch_search(texts[:1], qids[:1], k=5)
+    hits = dt.search(texts[0], k=5)
+    assert [(h.docid, h.score, h.translation) for h in hits] == list(zip(frame["docid"], frame["score"],
+                                                                         frame["translation"]))
+    assert hits[0].translation == runs.model.translate(texts[0])[0][0]  # DT searches the 1-best
+
+
+def test_batch_search_over_two_processes_equals_one(runs):
+    texts, qids = runs.queries("desc")
+    dt = runs.dt("desc")
+    pd.testing.assert_frame_equal(dt.batch_search(texts, qids, k=20, threads=2), dt.batch_search(texts, qids, k=20))
+
+
+def test_bowfd_derivations_are_those_of_rerank_explain(runs, tmp_path):
+    """``TranslationModel.derivation`` gives the ``--explain`` record of a (query, document) pair, and a BOW-FD
+    hit's translation is the yield of its derivation."""
+    explain = tmp_path / "why.jsonl"
+    _, arguments = runs.method("bowfd", "desc")
+    assert main([*arguments, "--output", str(tmp_path / "run.trec"), "--explain", str(explain)]) == 0
+    records = [json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines()]
+    texts, qids = runs.queries("desc")
+    texts = dict(zip(qids, texts))
+    for record in records[::97]:
+        derivation = runs.model.derivation(texts[record["qid"]], record["docid"], runs.index,
+                                           BowfdConfig(field="desc"), weights=runs.weights("desc"))
+        assert derivation == {key: value for key, value in record.items() if key != "qid"}
+    searcher, _ = runs.method("bowfd", "desc")
+    first = records[0]
+    hits = {hit.docid: hit for hit in searcher.search(texts[first["qid"]], k=50)}
+    assert hits[first["docid"]].translation == " ".join(s["yield"] for s in first["sentences"])
+
+
+def test_translate_gives_the_nbest_of_clirplug_translate(runs, tmp_path):
+    out = tmp_path / "nbest.jsonl"
+    assert main(["translate", "--model", runs.models, "--kind", "flat", "--input", runs.topics, "--nbest", "3",
+                 "--format", "jsonl", "--output", str(out), "--quiet"]) == 0
+    texts, qids = runs.queries("title")
+    texts = dict(zip(qids, texts))
+    for record in map(json.loads, out.read_text(encoding="utf-8").splitlines()):
+        nbest = record["sentences"][0]["nbest"]
+        assert runs.model.translate(texts[record["id"]], nbest=3) == [(" ".join(t["words"]), t["score"]) for t in nbest]
+
+
+def test_a_pyterrier_pipeline_writes_the_experiments_run(runs, tmp_path):
+    """DT >> BOW-FD as PyTerrier transformers: the experiment's BOW-FD run, with PyTerrier's columns."""
+    texts, qids = runs.queries("title")
+    bowfd = BowfdSearcher(runs.index, runs.model, None, BowfdConfig(field="title"), weights=runs.weights("title"),
+                          depth=50)
+    pipeline = runs.dt("title").transformer() >> bowfd.transformer()
+    results = pipeline(pd.DataFrame({"qid": qids, "query": texts}))
+    assert list(results.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
+    assert (results.groupby("qid")["rank"].min() == 0).all()  # PyTerrier ranks from 0
+    write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.title")
+    assert (tmp_path / "pt.trec").read_bytes() == runs.run("title", "bowfd").read_bytes()

@@ -1,0 +1,132 @@
+"""The Python API without Lucene: the package's exports, argument checks, the translation model, PyTerrier's columns."""
+
+import pickle
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import clirplug
+from clirplug.api import Reranker, Searcher, TranslationModel
+from clirplug.errors import ClirplugError
+from clirplug.io.runs import run_frame
+from clirplug.mt.grammar import parse_rule, write_grammar
+from clirplug.mt.lm import FALLBACK_DISCOUNTS, estimate, write_arpa
+from clirplug.qt.psq_tables import PsqSettings
+
+pytestmark = pytest.mark.unit
+
+GRAMMAR = """\
+[X] ||| dateien ||| files ||| EgivenF=0.1 FgivenE=0.2 ||| 0-0
+[X] ||| dateien ||| data ||| EgivenF=0.6 FgivenE=0.5 ||| 0-0
+[X] ||| kopieren ||| copy ||| EgivenF=0.2 FgivenE=0.2 ||| 0-0
+[X] ||| verzeichnis ||| directory ||| EgivenF=0.3 FgivenE=0.2 ||| 0-0
+[X] ||| verzeichnis ||| folder ||| EgivenF=0.2 FgivenE=0.3 ||| 0-0
+[X] ||| in ||| into ||| EgivenF=0.3 FgivenE=0.3 ||| 0-0
+[X] ||| dateien [X,1] ||| [X,1] files ||| EgivenF=0.3 FgivenE=0.3 ||| 0-1
+"""
+LM_TEXT = ["copy files into a directory", "move files into a folder", "the data in the folder", "files"]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    write_grammar([parse_rule(line) for line in GRAMMAR.splitlines()], folder / "grammar.hiero.gz")
+    write_arpa(estimate([s.split() for s in LM_TEXT], order=3, discount_fallback=FALLBACK_DISCOUNTS), folder / "lm.arpa")
+    return TranslationModel(folder, cache=False)
+
+
+class Fixed(Searcher):
+    """Three documents a query, scored 3, 2, 1, their translation the query upper-cased."""
+
+    _spec: dict = {}
+
+    def run(self, topics, k=1000, progress=False):
+        frame = run_frame((t.id, [(f"d{i}", 3.0 - i) for i in range(3)][:k]) for t in topics)
+        return frame.assign(translation=frame["qid"].map({t.id: t.title.upper() for t in topics}))
+
+
+class Negate(Reranker):
+    """Scores negated: the candidates' order reversed."""
+
+    first_stage, depth, _spec = None, 2, {}
+
+    def rescore(self, topics, candidates, k, progress):
+        return candidates.assign(score=-candidates["score"], translation="negated")
+
+
+def test_the_package_exports_its_api_without_loading_numpy():
+    code = "import sys, clirplug; print('numpy' in sys.modules); from clirplug import *; print(len(clirplug.__all__))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", str(len(clirplug.__all__))]
+    assert clirplug.DtSearcher is clirplug.api.DtSearcher and clirplug.PsqSettings is PsqSettings
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        clirplug.Nothing
+
+
+def test_search_and_batch_search_rank_and_check_their_arguments():
+    frame = Fixed().batch_search(["eins", "zwei"], ["b", "a"], k=2)
+    assert list(frame.columns) == ["qid", "docid", "rank", "score", "translation"]
+    assert frame[["qid", "docid", "rank"]].values.tolist() == [["a", "d0", 1], ["a", "d1", 2], ["b", "d0", 1], ["b", "d1", 2]]
+    assert Fixed().search("drei", k=1) == [clirplug.Hit("d0", 3.0, "DREI")]
+    for call, message in [(lambda: Fixed().batch_search(["x"], ["a", "b"]), "1 queries but 2 qids"),
+                          (lambda: Fixed().batch_search(["x", "y"], ["a", "a"]), "qid 'a' occurs twice"),
+                          (lambda: Fixed().batch_search([None], ["a"]), "the query of 'a' is not a string"),
+                          (lambda: Fixed().batch_search(["x"], ["a"], k=0), "k must be a whole number of at least 1"),
+                          (lambda: Fixed().batch_search(["x"], ["a"], threads=0), "threads must be"),
+                          (lambda: clirplug.FusionSearcher([Fixed()], method="magic"), "unknown fusion method 'magic'"),
+                          (lambda: clirplug.FusionSearcher([Fixed()], weights=[1, 2]), "2 fusion weight"),
+                          (lambda: clirplug.PsqSearcher("index"), "exactly one of a model and a table")]:
+        with pytest.raises(ClirplugError, match=message):
+            call()
+
+
+def test_a_reranker_rescores_the_top_depth_candidates():
+    candidates = pd.DataFrame({"qid": ["a"] * 3 + ["b"], "docid": ["x", "y", "z", "x"], "score": [1.0, 3.0, 2.0, 5.0]})
+    frame = Negate().rerank(["eins"], ["a"], candidates)
+    assert frame[["docid", "score", "translation"]].values.tolist() == [["z", -2.0, "negated"], ["y", -3.0, "negated"]]
+
+
+def test_translate_gives_the_nbest_with_scores(model):
+    nbest = model.translate("Dateien kopieren", nbest=3)
+    assert nbest[0][0] == "copy files" and len(nbest) == 3
+    assert [score for _, score in nbest] == sorted((score for _, score in nbest), reverse=True)
+    assert model.translate("Dateien kopieren") == nbest[:1]
+    long = " ".join(["dateien"] * 150)  # above MAX_SENTENCE_TOKENS: decoded in two chunks
+    assert model.translate(long)[0][0] == " ".join(["files"] * 150)
+    with pytest.raises(ClirplugError, match="decoded in 2 chunks"):
+        model.translate(long, nbest=2)
+
+
+def test_psq_table_gives_each_kept_source_token_its_distribution(model):
+    table = model.psq_table("Dateien in Verzeichnis kopieren", PsqSettings.parse("lambda=0:1:0"))
+    assert [source for source, _ in table] == ["dateien", "in", "verzeichnis", "kopieren"]
+    assert all(sum(dist.values()) == pytest.approx(1.0) for _, dist in table)
+    assert set(table[2][1]) == {"directory", "folder"} and table[3][1] == {"copy": 1.0}
+    # German stopwords dropped; two sentences of a desc are read one by one
+    stopped = model.psq_table("Dateien in Verzeichnis. Dateien kopieren.", PsqSettings.parse("lambda=0:1:0,stop=large"),
+                              field="desc")
+    assert [source for source, _ in stopped] == ["dateien", "verzeichnis", "dateien", "kopieren"]
+
+
+def test_a_translation_model_pickles_as_its_arguments(model):
+    copy = pickle.loads(pickle.dumps(model))
+    assert (copy.folder, copy.kind, copy.src_lang) == (model.folder, "hiero", "de")
+    assert copy.translate("Dateien kopieren") == model.translate("Dateien kopieren")
+
+
+def test_pyterrier_transformers_use_its_columns_and_compose():
+    import pyterrier as pt  # the extra clirplug[pyterrier], which the dev extra installs
+
+    queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
+    retrieved = Fixed().transformer(k=3)(queries)
+    assert list(retrieved.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
+    assert retrieved["rank"].tolist() == [0, 1, 2, 0, 1, 2]  # PyTerrier ranks from 0
+    assert retrieved["translation"].tolist()[:1] == ["EINS"]
+    pipeline = Fixed().transformer() >> Negate().transformer()
+    reranked = pipeline(queries)
+    assert reranked[["qid", "docno", "rank"]].values.tolist() == [["1", "d1", 0], ["1", "d0", 1], ["2", "d1", 0],
+                                                                  ["2", "d0", 1]]
+    with pytest.raises(pt.validate.InputValidationError):
+        Fixed().transformer()(pd.DataFrame({"qid": ["1"]}))
