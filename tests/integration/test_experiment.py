@@ -390,3 +390,7 @@ def test_the_index_stage_never_replaces_a_folder_it_did_not_make(tmp_path):
     with pytest.raises(ClirplugError, match="is not a clirplug index; refusing to replace it"):
         run_experiment(config, progress=False)
     assert (config.index_dir / "notes.txt").read_text(encoding="utf-8") == "mine"
+    (config.index_dir / "clirplug.json").write_text('{"language": "en"}', encoding="utf-8")  # as index --existing
+    with pytest.raises(ClirplugError, match="is not a clirplug index; refusing to replace it"):
+        run_experiment(config, progress=False)
+    assert (config.index_dir / "notes.txt").read_text(encoding="utf-8") == "mine"
