@@ -15,7 +15,7 @@ from clirplug.experiment.runner import run_experiment
 pytestmark = pytest.mark.jvm
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "configs" / "demo.yaml"
+DEMO = REPO / "clirplug" / "data" / "demo.yaml"
 MINIFR = REPO / "tests" / "data" / "minifr"
 
 
