@@ -17,8 +17,9 @@ $(BIN)/clirplug: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
+# = `clirplug demo`: the experiment clirplug/data/demo.yaml, written under demo-output/
 demo: install
-	$(BIN)/clirplug experiment configs/demo.yaml --root demo-output
+	$(BIN)/clirplug demo
 
 test: install
 	$(BIN)/python -m pytest -q tests

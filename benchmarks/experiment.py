@@ -1,7 +1,7 @@
 """Wall time of `clirplug experiment CONFIG`, invoked twice: the second must skip every stage
 and leave the run files byte for byte as they were.
 
-Usage: nice .venv/bin/python benchmarks/experiment.py configs/demo.yaml [--root DIR] [--jobs N] [--set K=V ...]
+Usage: nice .venv/bin/python benchmarks/experiment.py clirplug/data/demo.yaml [--root DIR] [--jobs N] [--set K=V ...]
 Prints a markdown table (invocation, wall seconds, stages run, run files, identical to the first).
 """
 

@@ -77,6 +77,27 @@ def add_src_lang(container, help: str = "query (source) language, for tokenizati
                        "--lang")
 
 
+def add_run_file(container):
+    """``--run-tag`` and ``--score-format``: the last column and the score digits of the run a command writes."""
+    from clirplug.io.runs import SCORE_FORMATS
+
+    container.add_argument("--run-tag", default=None, metavar="TAG",
+                           help="run tag, the last column (default: the output file's name without .trec/.txt)")
+    container.add_argument("--score-format", choices=list(SCORE_FORMATS), default="exact",
+                           help="exact: every digit of the score (default); pyserini: six decimals, as Pyserini "
+                                "writes them, so that runs diff cleanly (close scores may then tie: docs/cli.md)")
+
+
+def write_run_file(frame, args, depth: int) -> None:
+    """Write ``frame`` to ``--output`` (at most ``depth`` documents per query) as :func:`add_run_file`'s options say."""
+    from pathlib import Path
+
+    from clirplug.io.runs import write_run
+
+    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
+    write_run(frame, args.output, tag=tag, depth=depth, score_format=args.score_format)
+
+
 def add_threads(container, help: str):
     """``--threads N``: parallel workers of a command; default None (the command decides).
 

@@ -5,25 +5,34 @@ HELP = "run an experiment config end to end (cached, resumable stages) and write
 
 def add_arguments(parser):
     parser.add_argument("config", metavar="CONFIG.yaml", help="experiment config (see docs/experiments.md)")
+    add_run_options(parser, root=None)
+
+
+def add_run_options(parser, root: str | None):
+    """The options of an experiment run (also ``clirplug demo``'s); ``root`` is ``--root``'s default."""
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set collection.path=DIR --set collection.lang=fr "
                              "(repeatable; the value is read as YAML)")
-    parser.add_argument("--root", metavar="DIR", help="folder for runs/, indexes/ and models/ (= --set root=DIR)")
+    shown = f"default: {root}" if root else "default: the current folder"
+    action = parser.add_argument("--root", default=root, metavar="DIR",
+                                 help=f"folder for runs/, indexes/ and models/ (= --set root=DIR; {shown})")
     parser.add_argument("--dry-run", action="store_true", help="list the stages and whether each would run")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="processes for query-parallel stages (default: the config's jobs, else 1)")
     parser.add_argument("--force", action="store_true", help="rerun every stage even when up to date")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    return action
 
 
-def run(args):
+def run_config(path, args) -> int:
+    """Run the experiment config at ``path`` with the options of :func:`add_run_options`."""
     import sys
 
     from clirplug.experiment.config import load_config
     from clirplug.experiment.runner import run_experiment
 
     overrides = list(args.overrides) + ([f"root={args.root}"] if args.root else [])
-    config = load_config(args.config, overrides)
+    config = load_config(path, overrides)
     outcomes = run_experiment(config, jobs=args.jobs, dry_run=args.dry_run, force=args.force,
                               progress=not args.quiet, log=sys.stdout if args.dry_run else sys.stderr)
     ran = sum(o.status == "ran" for o in outcomes)
@@ -34,3 +43,7 @@ def run(args):
         print(f"{ran} of {len(outcomes)} stages ran; report in {config.run_dir / 'report.md'}", file=sys.stderr)
         print(config.run_dir / "report.md")
     return 0
+
+
+def run(args):
+    return run_config(args.config, args)

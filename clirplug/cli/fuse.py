@@ -1,6 +1,6 @@
 """``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
 
-from clirplug.cli import add_output
+from clirplug.cli import add_output, add_run_file, write_run_file
 
 HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning the weights"
 
@@ -16,7 +16,7 @@ def add_arguments(parser):
     weights.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run")
     parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
     add_output(parser, "fused TREC run to write")
-    parser.add_argument("--run-tag", default=None, help="run tag (default: the output file's stem)")
+    add_run_file(parser)
     tune = parser.add_argument_group("kappa tuning (two runs)")
     tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")
     tune.add_argument("--tune-runs", nargs=2, metavar="RUN",
@@ -35,7 +35,7 @@ def run(args):
     from clirplug.fusion import fuse
     from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
     from clirplug.io.qrels import read_qrels
-    from clirplug.io.runs import read_run, write_run
+    from clirplug.io.runs import read_run
 
     check_output(args.output)
     prefix = args.curve or f"{args.output}.kappa"
@@ -66,6 +66,5 @@ def run(args):
             raise ClirplugError(f"--kappa must lie in [0, 1], got {args.kappa}")
         weights = [args.kappa, 1 - args.kappa]
     fused = fuse(args.method, runs, weights=weights, depth=args.depth)
-    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
-    write_run(fused, args.output, tag=tag, depth=args.depth)
+    write_run_file(fused, args, depth=args.depth)
     print(f"wrote {args.output}: {fused['qid'].nunique()} topics, {len(fused)} lines")

@@ -6,20 +6,32 @@ HELP = "build a Lucene index (positions, document vectors, raw text) from JSONL 
 
 
 def add_arguments(parser):
-    parser.add_argument("--corpus", required=True, metavar="PATH",
+    parser.add_argument("--corpus", metavar="PATH",
                         help='JSONL file ({"id", "contents"[, "title"]}), .jsonl.gz, or a folder of them')
-    parser.add_argument("--index", required=True, metavar="DIR", help="index folder to create, e.g. indexes/manclir-de")
-    parser.add_argument("--language", default="en", choices=["en", "de", "fr", "es"],
+    parser.add_argument("--index", required=True, metavar="DIR", help="index folder to create, e.g. indexes/manclir-de (with --existing: the index)")
+    parser.add_argument("--language", default=None, choices=["en", "de", "fr", "es"],
                         help="language of the documents, for the Lucene analyzer (default: en)")
+    parser.add_argument("--existing", action="store_true",
+                        help="--index is a Lucene index built without clirplug (e.g. by Pyserini): record the "
+                             "--language of its analyzer in it instead of building one")
     add_threads(parser, "indexing threads (default: cores, at most 4)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args):
     from clirplug.cli import check_threads
-    from clirplug.lucene.index import build_index
+    from clirplug.errors import ClirplugError
+    from clirplug.lucene.index import build_index, record_language
 
     check_threads(args.threads)
-    stats = build_index(args.corpus, args.index, language=args.language, threads=args.threads, progress=not args.quiet)
+    if args.existing:
+        if args.corpus or args.language is None:
+            raise ClirplugError("--existing takes --language LANG (the analyzer the index was built with) and no --corpus")
+        stats = record_language(args.index, args.language)
+    elif not args.corpus:
+        raise ClirplugError("--corpus is required to build an index (or --existing, to use one built elsewhere)")
+    else:
+        stats = build_index(args.corpus, args.index, language=args.language or "en", threads=args.threads,
+                            progress=not args.quiet)
     print(f"index {args.index}: {stats['documents']} documents, {stats['unique_terms']} unique terms, "
           f"{stats['total_terms']} terms, average length {stats['average_length']:.1f} ({stats['language']} analyzer)")

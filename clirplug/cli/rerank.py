@@ -1,6 +1,6 @@
 """``clirplug rerank``: rescore a candidate run (or the whole collection) with a learned reranker."""
 
-from clirplug.cli import add_output, add_src_lang, method_list
+from clirplug.cli import add_output, add_run_file, add_src_lang, method_list, write_run_file
 
 HELP = "rescore a candidate run with a reranker (BOW-FD, boosting), or score the whole collection"
 
@@ -29,7 +29,7 @@ def add_arguments(parser):
                         help="TREC run whose documents are rescored; without it the whole collection is scored (boost)")
     add_output(parser, "TREC run to write")
     parser.add_argument("--depth", type=int, default=1000, help="documents kept per query (default: 1000)")
-    parser.add_argument("--run-tag", default=None, help="run tag (default: the output file's stem)")
+    add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     bowfd = parser.add_argument_group("BOW-FD (--method bowfd; Hieber & Riezler 2015)")
     bowfd.add_argument("--weights", metavar="FILE", help="weights from 'clirplug train bowfd' (default: v on every term)")
@@ -84,11 +84,8 @@ RUNNERS = {"boost": _boost, "bowfd": _bowfd}
 
 
 def run(args):
-    from pathlib import Path
-
     from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
-    from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics, require_field
 
     if args.depth < 1:
@@ -100,6 +97,5 @@ def run(args):
     if args.field:
         require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)
-    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
-    write_run(frame, args.output, tag=tag, depth=args.depth)
+    write_run_file(frame, args, depth=args.depth)
     print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -1,6 +1,6 @@
 """``clirplug search``: rank a collection for every topic and write a TREC run."""
 
-from clirplug.cli import add_output, add_src_lang, add_threads, method_list
+from clirplug.cli import add_output, add_run_file, add_src_lang, add_threads, method_list, write_run_file
 
 HELP = "rank a collection for every topic (BM25, DT, PSQ, boosting, dense) and write a TREC run"
 
@@ -34,7 +34,7 @@ def add_arguments(parser):
     parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
     parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: Anserini's {ANSERINI_K1})")
     parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
-    parser.add_argument("--run-tag", default=None, help="run tag, the last column (default: the output file's stem)")
+    add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
     model.add_argument("--model", metavar="PATH",
@@ -133,13 +133,10 @@ RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": 
 
 
 def run(args):
-    from pathlib import Path
-
     from clirplug.atomic import check_output
     from clirplug.bm25 import check_bm25
     from clirplug.cli import check_threads
     from clirplug.errors import ClirplugError
-    from clirplug.io.runs import write_run
     from clirplug.io.topics import read_topics, require_field
     from clirplug.lucene.index import check_index
 
@@ -155,6 +152,5 @@ def run(args):
     topics = read_topics(args.topics)
     require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)
-    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
-    write_run(frame, args.output, tag=tag, depth=args.hits)
+    write_run_file(frame, args, depth=args.hits)
     print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -1,4 +1,4 @@
-"""Data files shipped inside the package (the embedded demo collection, stopword lists)."""
+"""Data files shipped inside the package (the embedded demo collection and its experiment, stopword lists)."""
 
 import importlib.resources
 from pathlib import Path
@@ -18,3 +18,8 @@ def demo_path() -> Path:
         The ``demo`` folder inside the installed ``clirplug.data`` package.
     """
     return Path(str(importlib.resources.files(__name__) / "demo"))
+
+
+def demo_config() -> Path:
+    """Return the experiment config of the demo (``demo.yaml`` beside the collection), which ``clirplug demo`` runs."""
+    return Path(str(importlib.resources.files(__name__) / "demo.yaml"))

@@ -10,6 +10,9 @@ reports 0 for a finite sample of permutations.
 Marker convention (as Hieber & Riezler 2015 mark significance with a superscript): in
 tables, a run's value is followed by ``*`` when it differs from the baseline's at
 ``p < 0.05``.
+
+Several runs tested against one baseline are a family of tests: :func:`holm` adjusts their
+p-values so that the chance of any false ``*`` in the family stays below ``alpha``.
 """
 
 import numpy as np
@@ -53,6 +56,37 @@ def randomization_test(system, baseline, permutations: int = PERMUTATIONS, seed:
     count = (resampled >= observed - tolerance).sum(axis=0)
     p_values = (1 + count) / (1 + permutations)
     return float(p_values[0]) if scalar else p_values
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's (1979) step-down adjustment of a family of p-values (Holm-Bonferroni).
+
+    With the m p-values sorted ascending, the i-th (from 1) becomes
+    ``max(j <= i) (m - j + 1) * p_(j)``, capped at 1; an adjusted p below ``alpha`` rejects
+    with a family-wise error rate of at most ``alpha``, in any dependence between the tests.
+
+    Parameters
+    ----------
+    p_values : array_like, shape (m,)
+        The family's p-values, each in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        The adjusted p-values, in the order of ``p_values``.
+    """
+    p_values = np.asarray(p_values, dtype=np.float64)
+    if p_values.ndim != 1 or not ((p_values >= 0) & (p_values <= 1)).all():
+        raise ValueError(f"expected a list of p-values in [0, 1], got {p_values.tolist()}")
+    order = np.argsort(p_values, kind="stable")
+    stepped = np.maximum.accumulate(p_values[order] * np.arange(len(p_values), 0, -1))
+    adjusted = np.empty_like(p_values)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
+
+
+# --correction name -> adjustment of a family of p-values (the runs tested against one baseline on one measure)
+CORRECTIONS = {"holm": holm}
 
 
 def marker(p_value, alpha: float = ALPHA) -> str:

@@ -3,7 +3,9 @@
 Scores are :func:`clirplug.eval.measures.evaluate` of the run files as written (what
 ``clirplug eval`` computes), on every split of the config that has qrels; significance is
 the paired randomization test (:func:`clirplug.eval.significance.randomization_test`)
-against the baseline run of the same split and field, over the queries of the qrels. The
+against the baseline run of the same split and field, over the queries of the qrels, with
+Holm's adjustment (:func:`clirplug.eval.significance.holm`) over the runs tested against that
+baseline on each measure. The
 tables follow the papers: Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD), Table 2 of
 Sokolov et al. (2013) (DT, PSQ, boosting) and their Table 3 (fusions), plus the dense
 retrieval baseline (no translation) beside DT, PSQ and boosting, each between the
@@ -33,6 +35,7 @@ TABLES = {
     "Dense retrieval baseline (multilingual-e5-small)": (("dt", "psq", "boost", "dense"), ("dense",)),
 }
 CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
+HOLM_MARKER = "†"  # after '*': significant also after Holm's adjustment (a dagger)
 
 
 def add_report_stage(plan) -> str:
@@ -59,11 +62,12 @@ def _rel(path, base: Path) -> str:
 def score_runs(config, run_stages):
     """Per split and field: evaluate the runs (per query) and test each against the baseline.
 
-    Returns a list of dicts ``split, field, run, method, measure, value, p_value, share_of_ceiling,
-    p_vs_inputs`` (a fusion's p-value against each of its input runs, else None).
+    Returns a list of dicts ``split, field, run, method, measure, value, p_value, p_holm,
+    share_of_ceiling, p_vs_inputs`` (a fusion's p-value against each of its input runs, else None);
+    ``p_holm`` adjusts the ``p_value`` of the runs of one split, field and measure together.
     """
     from clirplug.eval.measures import ALL, evaluate
-    from clirplug.eval.significance import randomization_test
+    from clirplug.eval.significance import holm, randomization_test
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run
 
@@ -91,6 +95,7 @@ def score_runs(config, run_stages):
             per_query = result[result["qid"] != ALL].pivot_table(index="qid", columns=["run", "measure"],
                                                                  values="value", sort=True)
             baseline = config.baseline if config.baseline in runs else None
+            block = []
             for record in result[result["qid"] == ALL].itertuples(index=False):
                 p_value = None
                 if baseline is not None and record.run not in (baseline, "ceiling"):
@@ -100,10 +105,15 @@ def score_runs(config, run_stages):
                 against = {other: float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
                                                            per_query[(other, record.measure)].to_numpy()))
                            for other in inputs.get(record.run, ()) if other in runs}
-                rows.append({"split": split, "field": fld, "run": record.run, "method": methods[record.run],
-                             "measure": record.measure, "value": float(record.value), "p_value": p_value,
-                             "share_of_ceiling": float(record.value / top) if top else None,
-                             "p_vs_inputs": against or None})
+                block.append({"split": split, "field": fld, "run": record.run, "method": methods[record.run],
+                              "measure": record.measure, "value": float(record.value), "p_value": p_value,
+                              "p_holm": None, "share_of_ceiling": float(record.value / top) if top else None,
+                              "p_vs_inputs": against or None})
+            for measure in config.measures:  # one family per measure: the runs tested against the baseline
+                family = [r for r in block if r["measure"] == measure and r["p_value"] is not None]
+                for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
+                    r["p_holm"] = float(adjusted)
+            rows += block
     return rows
 
 
@@ -119,7 +129,7 @@ def _table(scores, split, fld, names, measures, baseline):
         values = []
         for measure in measures:
             r = cells[(name, measure)]
-            values.append(f"{r['value']:.4f}{marker(r['p_value'])}")
+            values.append(f"{r['value']:.4f}{marker(r['p_value'])}{HOLM_MARKER if marker(r['p_holm']) else ''}")
         share = cells[(name, measures[0])]["share_of_ceiling"]
         label = f"{name} (baseline)" if name == baseline else name
         lines.append(f"| {label} | " + " | ".join(values) + f" | {'' if share is None else f'{share:.1%}'} |")
@@ -146,7 +156,7 @@ def _fusion_table(scores, splits, fields, measure) -> list[str]:
     return lines + [""]
 
 
-@stage_kind("report", version=2)
+@stage_kind("report", version=3)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.csv`` and ``report.json`` (see the module docstring)."""
     import csv
@@ -183,7 +193,9 @@ def report_stage(stage: Stage, ctx) -> dict:
            f"Config `{config.source}`; parameters tuned on the `{config.tune_split}` split. "
            f"Runs in this folder; `report.json` lists every file behind the numbers."), "",
           (f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
-           f"(two-sided paired randomization test, {PERMUTATIONS} permutations). The share of the ceiling divides "
+           f"(two-sided paired randomization test, {PERMUTATIONS} permutations), by `{MARKER}{HOLM_MARKER}` when "
+           f"they still do after Holm's adjustment over the runs of the table's split and field tested on the "
+           f"same measure (`p_holm` in `report.csv`). The share of the ceiling divides "
            f"by the monolingual ceiling (BM25 with the English mate's title) of the same split."), ""]
     for split in config.splits:
         if not c.qrels(split).is_file():
@@ -224,7 +236,8 @@ def report_stage(stage: Stage, ctx) -> dict:
     with atomic_open(md_path) as handle:
         handle.write("\n".join(md))
     buffer = io.StringIO()
-    columns = ["split", "field", "run", "method", "measure", "value", "p_value", "share_of_ceiling", "p_vs_inputs"]
+    columns = ["split", "field", "run", "method", "measure", "value", "p_value", "p_holm", "share_of_ceiling",
+               "p_vs_inputs"]
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({**r, "p_vs_inputs": ";".join(f"{k}:{v}" for k, v in (r["p_vs_inputs"] or {}).items())}

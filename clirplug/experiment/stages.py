@@ -289,12 +289,12 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
     """Lucene index of the collection (:func:`clirplug.lucene.index.build_index`)."""
     import shutil
 
-    from clirplug.lucene.index import METADATA, build_index
+    from clirplug.lucene.index import METADATA, build_index, index_metadata
 
     out = stage.outputs[0]
     ctx.forget(str(out))
     if out.exists():
-        if not (out / METADATA).is_file():
+        if not (out / METADATA).is_file() or "corpus" not in index_metadata(out):  # none, or recorded by --existing
             raise ClirplugError(f"{out}: exists and is not a clirplug index; refusing to replace it "
                                 "(move it away, or choose another collection.name or root)")
         shutil.rmtree(out)  # the experiment's own index, from other settings: rebuilt

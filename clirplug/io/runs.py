@@ -179,14 +179,21 @@ def _check_token(kind, value):
         raise ClirplugError(f"{kind} {value!r} cannot be written to a TREC run: it is empty or contains whitespace")
 
 
-def write_run(run, path, tag="clirplug", depth=None) -> None:
+# How write_run prints a score: "exact" is Python's shortest round-trip repr of the float64 value;
+# "pyserini" has six decimals, as Pyserini's TrecWriter prints them (pyserini/output_writer.py: {score:.6f}).
+SCORE_FORMATS = {"exact": repr, "pyserini": "{:.6f}".format}
+
+
+def write_run(run, path, tag="clirplug", depth=None, score_format="exact") -> None:
     """Write a run in TREC format, atomically and reproducibly.
 
     Rows are ordered by ``sort_run`` and ranks recomputed. Scores are printed with
     Python's shortest round-trip ``repr`` of the float64 value: the file then holds
     exactly the scores in memory, so no artificial ties appear (as with ``%.6f``,
     whose ties trec_eval would reorder by docid), re-reading gives the same floats,
-    and the same inputs always give byte-identical files.
+    and the same inputs always give byte-identical files. ``score_format="pyserini"``
+    prints ``%.6f`` instead, for files that diff cleanly against Pyserini's; the rows
+    are still ordered by the unrounded scores.
 
     Parameters
     ----------
@@ -198,8 +205,13 @@ def write_run(run, path, tag="clirplug", depth=None) -> None:
         The run tag (last column); no whitespace.
     depth : int, optional
         Keep at most this many documents per query.
+    score_format : {"exact", "pyserini"}
+        How scores are printed (:data:`SCORE_FORMATS`).
     """
     _check_token("run tag", tag)
+    if score_format not in SCORE_FORMATS:
+        raise ClirplugError(f"score format {score_format!r}: choose one of {', '.join(SCORE_FORMATS)}")
+    shown = SCORE_FORMATS[score_format]
     if depth is not None and depth < 1:
         raise ClirplugError(f"run depth must be at least 1, got {depth}")
     frame = sort_run(run)
@@ -211,7 +223,7 @@ def write_run(run, path, tag="clirplug", depth=None) -> None:
             _check_token(kind, frame[column][bad].iloc[0])
     qids, docids = frame["qid"].tolist(), frame["docid"].tolist()
     lines = [
-        f"{qid} Q0 {docid} {rank} {score!r} {tag}\n"
+        f"{qid} Q0 {docid} {rank} {shown(score)} {tag}\n"
         for qid, docid, rank, score in zip(qids, docids, frame["rank"].tolist(), frame["score"].tolist())
     ]
     with atomic_open(path) as handle:

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from clirplug.atomic import no_space_error
+from clirplug.atomic import atomic_open, no_space_error
 from clirplug.corpus import read_corpus
 from clirplug.errors import ClirplugError, warn
 from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to, jclass, wait_for_java
@@ -184,11 +184,43 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
 
 
 def index_metadata(index) -> dict:
-    """clirplug's metadata of an index (its analyzer language); defaults for indexes built elsewhere."""
-    path = Path(index) / METADATA
-    if path.is_file():
-        return json.loads(path.read_text())
-    return {"language": "en"}
+    """clirplug's metadata of an index, ``clirplug.json``: the language of its analyzer (and the corpus it was built from).
+
+    An index built without clirplug (by Pyserini or Anserini) has none. Its analyzer is then unknown, and
+    queries analyzed by another language's analyzer would silently miss its terms, so such an index is
+    refused until :func:`record_language` (``clirplug index --existing``) states its language.
+    """
+    index = Path(index)
+    path = index / METADATA
+    if not path.is_file():
+        raise ClirplugError(f"{index}: no {METADATA}, so its analyzer is unknown (an index built by Pyserini?); state its "
+                            f"language once with `clirplug index --existing --index {index} --language LANG`")
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ClirplugError(f"{path}: cannot read the index's metadata ({error})") from error
+    if not isinstance(metadata, dict) or metadata.get("language") not in LANGUAGES:
+        raise ClirplugError(f"{path}: 'language' must be one of {', '.join(LANGUAGES)}")
+    return metadata
+
+
+def record_language(index, language: str) -> dict:
+    """State the analyzer ``language`` of a Lucene index built without clirplug (e.g. by Pyserini) in its
+    ``clirplug.json``, so that clirplug analyzes queries as the index's terms were; return its statistics.
+
+    An index that already records a language keeps it: another ``language`` is refused.
+    """
+    if language not in LANGUAGES:
+        raise ClirplugError(f"--language {language!r}: choose one of {', '.join(LANGUAGES)}")
+    index = check_index(index)
+    if (index / METADATA).is_file():
+        recorded = index_metadata(index)["language"]
+        if recorded != language:
+            raise ClirplugError(f"{index}: its {METADATA} records the {recorded} analyzer, not {language}")
+    else:
+        with atomic_open(index / METADATA) as handle:
+            handle.write(json.dumps({"language": language}, indent=1) + "\n")
+    return index_statistics(index)
 
 
 def check_index(index) -> Path:

@@ -1,7 +1,5 @@
 """Fixtures that build small Lucene indexes and run the demo experiment (the JVM starts once per test session)."""
 
-from pathlib import Path
-
 import pytest
 
 from lucene_tiny import TINY_DOCS, write_jsonl
@@ -33,10 +31,11 @@ def manclir_index(manclir_de, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
-    """The demo config (configs/demo.yaml) run once for the whole session into a fresh root: (config, outcomes)."""
+    """The demo config (clirplug/data/demo.yaml) run once for the whole session into a fresh root: (config, outcomes)."""
+    from clirplug.data import demo_config
     from clirplug.experiment.config import load_config
     from clirplug.experiment.runner import run_experiment
 
     root = tmp_path_factory.mktemp("demo-root")
-    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml", [f"root={root}"])
+    config = load_config(demo_config(), [f"root={root}"])
     return config, run_experiment(config, progress=False)

@@ -1,6 +1,6 @@
 """The demo experiment's MAP per run, pinned in tests/data/demo_map.tsv.
 
-The table holds one row per scored run of configs/demo.yaml (run, split, field, MAP to 4 decimals),
+The table holds one row per scored run of clirplug/data/demo.yaml (run, split, field, MAP to 4 decimals),
 copied from the report of the session's demo run (the ``demo`` fixture of conftest.py). A change that
 moves a number fails with the rows that changed, appeared or disappeared. When the change is meant,
 rewrite the table and commit it with the change (docs/testing.md):
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.jvm
 TABLE = Path(__file__).resolve().parents[1] / "data" / "demo_map.tsv"
 UPDATE = "CLIRPLUG_UPDATE_DEMO_MAP"
 COLUMNS = ("run", "split", "field", "MAP")
-PROVENANCE = f"# MAP of the runs of configs/demo.yaml (report.json); rewritten by {UPDATE}=1 (docs/testing.md)"
+PROVENANCE = f"# MAP of the runs of clirplug/data/demo.yaml (report.json); rewritten by {UPDATE}=1 (docs/testing.md)"
 
 
 def report_map(report: dict) -> dict:

@@ -15,7 +15,7 @@ from clirplug.experiment.runner import run_experiment
 pytestmark = pytest.mark.jvm
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "configs" / "demo.yaml"
+DEMO = REPO / "clirplug" / "data" / "demo.yaml"
 MINIFR = REPO / "tests" / "data" / "minifr"
 
 
@@ -167,6 +167,26 @@ def test_report_tests_each_fusion_against_its_inputs(demo):
     for other in ("dt", "psq"):
         assert row["p_vs_inputs"][other] == pytest.approx(randomization_test(per_query["dt+psq"], per_query[other]))
     assert "## Fusions against their inputs (MAP)" in (config.run_dir / "report.md").read_text()
+
+
+def test_report_adjusts_the_p_values_against_the_baseline_by_holm(demo):
+    """p_holm: Holm over the runs of one split, field and measure tested against the baseline; '*†' in report.md."""
+    from clirplug.eval.significance import holm
+
+    config, _ = demo
+    report = json.loads((config.run_dir / "report.json").read_text())
+    families = {}
+    for row in report["scores"]:
+        assert (row["p_holm"] is None) == (row["p_value"] is None)
+        if row["p_value"] is not None:
+            families.setdefault((row["split"], row["field"], row["measure"]), []).append(row)
+    assert len(families) == len(config.splits) * len(config.fields) * len(config.measures)
+    for rows in families.values():
+        assert len(rows) > 2 and config.baseline not in {r["run"] for r in rows}
+        assert [r["p_holm"] for r in rows] == holm([r["p_value"] for r in rows]).tolist()
+    markdown = (config.run_dir / "report.md").read_text()
+    strong = [r for rows in families.values() for r in rows if r["p_holm"] < 0.05]
+    assert markdown.count("*\u2020") >= len(strong) and "after Holm's adjustment" in markdown
 
 
 def test_second_invocation_skips_everything_and_keeps_the_bytes(demo):
@@ -367,6 +387,10 @@ def test_the_index_stage_never_replaces_a_folder_it_did_not_make(tmp_path):
     config = load_config(DEMO, [f"root={tmp_path}", "runs={}", "fields=[title]", "translations.outputs=[]"])
     config.index_dir.mkdir(parents=True)
     (config.index_dir / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ClirplugError, match="is not a clirplug index; refusing to replace it"):
+        run_experiment(config, progress=False)
+    assert (config.index_dir / "notes.txt").read_text(encoding="utf-8") == "mine"
+    (config.index_dir / "clirplug.json").write_text('{"language": "en"}', encoding="utf-8")  # as index --existing
     with pytest.raises(ClirplugError, match="is not a clirplug index; refusing to replace it"):
         run_experiment(config, progress=False)
     assert (config.index_dir / "notes.txt").read_text(encoding="utf-8") == "mine"

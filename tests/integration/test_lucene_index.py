@@ -142,3 +142,69 @@ def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, exp
     assert len(terms) == len(expected)
     assert index.analyze(text) == tuple(t for t in index.analyze(text) if t in terms)
     assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
+
+
+def pyserini_index(corpus, index, language):
+    """Index ``corpus`` (a folder) as ``python -m pyserini.index.lucene`` does: Anserini's IndexCollection.main with
+    Pyserini's arguments, so no clirplug.json."""
+    jclass("io.anserini.index.IndexCollection").main([
+        "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator", "-input", str(corpus),
+        "-index", str(index), "-threads", "1", "-storePositions", "-storeDocvectors", "-storeRaw",
+        "-language", language])
+
+
+def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tmp_path, capsys):
+    """Without clirplug.json the analyzer is unknown: searched with the English one (as it was), the German queries
+    would find nothing."""
+    from clirplug.cli import main
+    from clirplug.lucene.search import Bm25Searcher, analyzer_for
+
+    docs = [{"id": "d.1", "contents": "Die Verzeichnisse werden angezeigt"},
+            {"id": "d.2", "contents": "Die Dateien werden kopiert"}, {"id": "d.3", "contents": "Verzeichnis löschen"}]
+    (tmp_path / "corpus").mkdir()
+    write_jsonl(tmp_path / "corpus" / "docs.jsonl", docs)
+    foreign = tmp_path / "pyserini-de"
+    pyserini_index(tmp_path / "corpus", foreign, "de")
+    assert not (foreign / "clirplug.json").exists()
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("1\tDateien löschen\n2\tVerzeichnis\n", encoding="utf-8")
+    search = ["search", "--topics", str(topics), "--hits", "5", "--run-tag", "r", "--quiet"]
+    capsys.readouterr()
+    assert main([*search, "--index", str(foreign), "--output", str(tmp_path / "refused.trec")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"clirplug: error: {foreign}: no clirplug.json, so its analyzer is unknown (an index built by "
+                    f"Pyserini?); state its language once with `clirplug index --existing --index {foreign} --language LANG`")
+    assert not (tmp_path / "refused.trec").exists()
+    for reader in (Bm25Searcher, LuceneIndex):
+        with pytest.raises(ClirplugError, match="no clirplug.json"):
+            reader(foreign)
+
+    assert main(["index", "--existing", "--index", str(foreign)]) == 2  # the language must be stated
+    assert "--existing takes --language LANG" in capsys.readouterr().err
+    assert main(["index", "--existing", "--index", str(foreign), "--language", "de"]) == 0
+    assert "index " + str(foreign) + ": 3 documents" in capsys.readouterr().out
+    assert main(["index", "--existing", "--index", str(foreign), "--language", "en"]) == 2
+    assert "records the de analyzer, not en" in capsys.readouterr().err
+    assert main([*search, "--index", str(foreign), "--output", str(tmp_path / "pyserini.trec")]) == 0
+    # the same run as on the index clirplug builds itself; the English analyzer would have found nothing
+    build_index(tmp_path / "corpus", tmp_path / "clirplug-de", language="de", progress=False)
+    assert main([*search, "--index", str(tmp_path / "clirplug-de"), "--output", str(tmp_path / "clirplug.trec")]) == 0
+    run = (tmp_path / "pyserini.trec").read_text()
+    assert run == (tmp_path / "clirplug.trec").read_text() and {"d.2", "d.3"} <= set(run.split())
+    english = jclass("io.anserini.analysis.AnalyzerUtils").analyze(analyzer_for("en"), "Dateien löschen Verzeichnis")
+    assert LuceneIndex(foreign, progress=False).df([str(term) for term in english.toArray()]).tolist() == [0, 0, 0]
+
+
+def test_damaged_index_metadata_is_one_line(tiny_index, tmp_path):
+    import shutil
+
+    from clirplug.lucene.search import Bm25Searcher
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_index, copy)
+    (copy / "clirplug.json").write_text('{"language": "klingon"}', encoding="utf-8")
+    with pytest.raises(ClirplugError, match=r"copy/clirplug.json: 'language' must be one of en, de, fr, es"):
+        Bm25Searcher(copy)
+    (copy / "clirplug.json").write_text('{"language": ', encoding="utf-8")
+    with pytest.raises(ClirplugError, match=r"copy/clirplug.json: cannot read the index's metadata"):
+        LuceneIndex(copy)

@@ -37,6 +37,21 @@ def test_search_cli_on_tiny_index(tiny_index, tmp_path):
     assert_same_as_anserini(run, anserini_run(tiny_index, {"q.1": "copy files", "q.2": "patterns in lines"}, 3, 1.2, 0.75))
 
 
+def test_search_cli_writes_pyserini_score_format(tiny_index, tmp_path):
+    """--score-format pyserini: byte for byte the file Pyserini's TrecWriter writes for SimpleSearcher's hits
+    (pyserini/output_writer.py: f'{topic} Q0 {docid} {rank} {score:.6f} {tag}')."""
+    topics = tmp_path / "topics.tsv"
+    queries = {"q.1": "copy files", "q.2": "patterns in lines", "q.4": "directory files"}
+    topics.write_text("".join(f"{qid}\t{text}\n" for qid, text in queries.items()), encoding="utf-8")
+    output = tmp_path / "run.trec"
+    assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--output", str(output),
+                 "--hits", "5", "--run-tag", "Anserini", "--score-format", "pyserini", "--quiet"]) == 0
+    pyserini = "".join(f"{qid} Q0 {docid} {rank} {score:.6f} Anserini\n"
+                       for qid, hits in anserini_run(tiny_index, queries, 5).items()
+                       for rank, (docid, score) in enumerate(hits, 1))
+    assert output.read_text() == pyserini and len(pyserini.splitlines()) > 8
+
+
 def test_search_cli_reports_bad_input(tiny_index, tmp_path, capsys):
     topics = tmp_path / "topics.tsv"
     topics.write_text("q.1\tcopy files\n", encoding="utf-8")

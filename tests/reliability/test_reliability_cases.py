@@ -19,7 +19,7 @@ from conftest import GRAMMAR, OLD, RUN_A, TOPICS, check_refused, gz, put, run_cl
 pytestmark = pytest.mark.cli
 
 TOPIC_LINE = json.dumps(TOPICS[0]) + "\n"
-EXPERIMENT = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
+EXPERIMENT = Path(__file__).resolve().parents[2] / "clirplug" / "data" / "demo.yaml"
 
 
 def translate(source="topics.jsonl", *extra):

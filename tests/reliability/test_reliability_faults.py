@@ -24,7 +24,7 @@ from conftest import OLD, RUN_A, RUN_B, snapshot
 pytestmark = pytest.mark.jvm
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = REPO / "configs" / "demo.yaml"
+DEMO_CONFIG = REPO / "clirplug" / "data" / "demo.yaml"
 DEMO_DATA = REPO / "clirplug" / "data" / "demo"
 # the smallest experiment: index, floor, ceiling and report on the demo's dev titles
 SMALL = ["--set", "runs={}", "--set", "fields=[title]", "--set", "translations.outputs=[]", "--quiet"]

@@ -53,7 +53,8 @@ def test_required_output_is_satisfied_by_its_old_name():
         parse(["search", "--topics", "t.jsonl"])  # neither --output nor --out
 
 
-@pytest.mark.parametrize("command", sorted(REQUIRED) + ["index", "eval", "demo"])
+# (experiment and demo, which runs it, are left out: their --jobs counts stage processes, not a command's threads)
+@pytest.mark.parametrize("command", sorted(REQUIRED) + ["index", "eval"])
 def test_help_shows_each_shared_option_under_its_current_name_only(command, capsys, monkeypatch):
     text = help_text(capsys, monkeypatch, command)
     for current, old_names in SHARED.items():
@@ -63,6 +64,13 @@ def test_help_shows_each_shared_option_under_its_current_name_only(command, caps
         assert other not in text
     if command in ("search", "translate", "rerank", "fuse"):
         assert "--output FILE" in text
+
+
+def test_demo_takes_the_experiment_options_and_hides_its_old_workdir(capsys, monkeypatch):
+    demo, experiment = help_text(capsys, monkeypatch, "demo"), help_text(capsys, monkeypatch, "experiment")
+    options = [re.findall(r"^  (--[\w-]+)", text, re.MULTILINE) for text in (demo, experiment)]
+    assert options[0] == ["--path", *options[1]] and "--workdir" not in demo
+    assert parse(["demo", "--workdir", "elsewhere"]).root == "elsewhere" and parse(["demo"]).root == "demo-output"
 
 
 def test_top_level_help_is_plain_text_with_one_line_per_command(capsys, monkeypatch):

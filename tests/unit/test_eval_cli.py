@@ -10,6 +10,7 @@ import clirplug.eval
 from clirplug.cli import add_commands
 from clirplug.cli import eval as eval_cli
 from clirplug.errors import ClirplugError
+from clirplug.eval.significance import CORRECTIONS, holm
 
 pytestmark = pytest.mark.cli
 
@@ -107,3 +108,44 @@ def test_marker_on_a_consistent_improvement(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[1:] == ["0.5000", "1.0000"]
     assert lines[2].split()[1:] == ["1.0000*", "1.0000"]  # p = 1/10001 for MAP; R@1000 is equal
+
+
+def test_holm_correction_removes_markers_of_two_borderline_runs(tmp_path, capsys):
+    """6 queries, two systems each finding the relevant document at rank 1 where the baseline finds it at rank 2:
+    the exact p of each is 2 / 2^6 = 0.031 (only the two all-equal sign vectors reach the mean), below 0.05;
+    Holm over the two runs doubles the smaller p, to about 0.062: neither is marked any more."""
+    qrels, base, one, two = (tmp_path / name for name in ("qrels", "base", "one", "two"))
+    qrels.write_text("".join(f"q{i} 0 rel 1\n" for i in range(6)))
+    base.write_text("".join(f"q{i} Q0 other 1 2.0 B\nq{i} Q0 rel 2 1.0 B\n" for i in range(6)))
+    for system in (one, two):
+        system.write_text("".join(f"q{i} Q0 rel 1 2.0 S\nq{i} Q0 other 2 1.0 S\n" for i in range(6)))
+    argv = ["--qrels", qrels, base, one, two, "--baseline", base, "--measures", "MAP"]
+    clirplug_eval(*argv)
+    plain = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in plain[2:4]] == ["1.0000*", "1.0000*"]
+    clirplug_eval(*argv, "--correction", "holm")
+    corrected = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in corrected[2:4]] == ["1.0000", "1.0000"]
+    assert "holm-adjusted over the 2 runs tested on each measure" in corrected[-1]
+    clirplug_eval(*argv, "--correction", "holm", "--format", "json")
+    tested = [r for r in json.loads(capsys.readouterr().out) if "p_value" in r]
+    assert len(tested) == 2 and tested[0]["p_value"] == tested[1]["p_value"] == pytest.approx(2 / 2**6, abs=0.006)
+    assert [r["p_holm"] for r in tested] == [min(1.0, 2 * tested[0]["p_value"])] * 2
+
+
+def test_holm_adjusts_each_measure_over_the_runs(files, capsys):
+    third = files["b.trec"].with_name("c.trec")
+    third.write_text(RUN_B.replace("q1 Q0 a 1", "q1 Q0 z 1").replace(" B\n", " C\n"))
+    clirplug_eval("--qrels", files["qrels"], files["a.trec"], files["b.trec"], third, "--baseline", files["a.trec"],
+                  "--measures", "MAP P@1 RR", "--format", "json", "--correction", "holm")
+    records = json.loads(capsys.readouterr().out)
+    for measure in ("MAP", "P@1", "RR"):
+        tested = [r for r in records if r["measure"] == measure and "p_value" in r]
+        assert [r["run"] for r in tested] == [str(files["b.trec"]), str(third)]
+        assert [r["p_holm"] for r in tested] == holm([r["p_value"] for r in tested]).tolist()
+
+
+def test_correction_needs_a_baseline(files):
+    assert eval_cli.CORRECTIONS == list(CORRECTIONS)
+    with pytest.raises(ClirplugError, match="--correction holm needs --baseline RUN"):
+        clirplug_eval("--qrels", files["qrels"], files["a.trec"], files["b.trec"], "--correction", "holm")

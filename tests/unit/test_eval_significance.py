@@ -1,11 +1,12 @@
-"""Paired randomization test: against exact enumeration of all sign vectors."""
+"""Paired randomization test against exact enumeration of all sign vectors; Holm's adjustment by hand and
+against statsmodels."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from clirplug.eval.significance import MARKER, marker, randomization_test
+from clirplug.eval.significance import CORRECTIONS, MARKER, holm, marker, randomization_test
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +52,40 @@ def test_p_value_never_zero():
 
 def test_marker():
     assert marker(0.049) == MARKER and marker(0.05) == "" and marker(None) == ""
+
+
+# p-values -> Holm-adjusted, by hand: sort ascending, multiply the i-th (from 1) by m - i + 1, carry the running
+# maximum (step-down), cap at 1, put back in input order
+HOLM_CASES = [
+    # sorted 0.005 0.01 0.03 0.04 -> 4*0.005, 3*0.01, 2*0.03, max(2*0.03, 1*0.04)
+    ([0.01, 0.04, 0.03, 0.005], [0.03, 0.06, 0.06, 0.02]),
+    ([0.6, 0.7, 0.1], [1.0, 1.0, 0.3]),  # 2*0.6 capped at 1; 1*0.7 raised to the running maximum
+    ([0.02, 0.02], [0.04, 0.04]),  # ties: 2*0.02, then max(0.04, 1*0.02)
+    ([0.2], [0.2]),  # a family of one is left alone
+    ([], []),
+]
+
+
+@pytest.mark.parametrize("p_values, adjusted", HOLM_CASES)
+def test_holm_by_hand(p_values, adjusted):
+    assert holm(p_values).tolist() == pytest.approx(adjusted, abs=1e-15)
+
+
+def test_holm_equals_statsmodels_multipletests():
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    rng = np.random.default_rng(7)
+    for size in (2, 3, 8, 25):
+        p_values = rng.random(size) ** 3  # many small ones
+        p_values[1] = p_values[0]  # with a tie
+        assert holm(p_values) == pytest.approx(multipletests(p_values, method="holm")[1], abs=1e-15)
+
+
+def test_holm_controls_what_it_adjusts():
+    p_values = np.array([0.04, 0.001, 0.5, 0.012])
+    adjusted = holm(p_values)
+    assert (adjusted >= p_values).all() and (adjusted <= 1).all()
+    order = np.argsort(p_values)
+    assert (np.diff(adjusted[order]) >= 0).all()  # the order of the p-values is kept
+    assert CORRECTIONS["holm"] is holm
+    with pytest.raises(ValueError, match=r"p-values in \[0, 1\]"):
+        holm([0.5, 1.5])

@@ -194,6 +194,19 @@ def test_cli_fuse_with_tuning(tmp_path):
     assert scores(fused) == pytest.approx(scores(expected))
 
 
+def test_cli_fuse_run_tag_and_score_format(tmp_path):
+    write_run(RUN_A, tmp_path / "a.trec")
+    write_run(RUN_B, tmp_path / "b.trec")
+    runs = ["fuse", "--runs", str(tmp_path / "a.trec"), str(tmp_path / "b.trec"), "--method", "rrf"]
+    assert main([*runs, "--output", str(tmp_path / "exact.txt")]) == 0
+    assert main([*runs, "--output", str(tmp_path / "six.trec"), "--score-format", "pyserini", "--run-tag", "T"]) == 0
+    exact, six = read_run(tmp_path / "exact.txt"), read_run(tmp_path / "six.trec")
+    assert set(exact["tag"]) == {"exact"} and set(six["tag"]) == {"T"}
+    assert exact["docid"].tolist() == six["docid"].tolist()
+    assert six["score"].tolist() == [round(score, 6) for score in exact["score"]] != exact["score"].tolist()
+    assert all(len(line.split()[4].partition(".")[2]) == 6 for line in (tmp_path / "six.trec").read_text().splitlines())
+
+
 def test_cli_fuse_rejects_kappa_for_three_runs(tmp_path, capsys):
     write_run(pd.DataFrame(RUN_A["q1"].items(), columns=["docid", "score"]).assign(qid="q1"), tmp_path / "a.trec")
     paths = [str(tmp_path / "a.trec")] * 3

@@ -58,6 +58,21 @@ def test_written_scores_round_trip_exactly_and_bytes_are_reproducible(tmp_path):
     assert again["rank"].tolist() == list(range(1, len(scores) + 1))
 
 
+def test_pyserini_score_format_prints_six_decimals_and_keeps_the_unrounded_order(tmp_path):
+    """%.6f as Pyserini's TrecWriter; b and c round to the same score, but b's is higher: b stays above c, while
+    the file's scores now tie (trec_eval would read c first, by docid descending: the trade-off of docs/cli.md)."""
+    run = {"q1": {"a": 2.0, "c": 0.1234558, "b": 0.1234562, "d": 1 / 3}, "q0": {"x": -0.0, "y": 1e-7}}
+    write_run(run, tmp_path / "out.trec", tag="t", score_format="pyserini")
+    assert (tmp_path / "out.trec").read_text() == (
+        "q0 Q0 y 1 0.000000 t\nq0 Q0 x 2 -0.000000 t\n"
+        "q1 Q0 a 1 2.000000 t\nq1 Q0 d 2 0.333333 t\nq1 Q0 b 3 0.123456 t\nq1 Q0 c 4 0.123456 t\n")
+    write_run(run, tmp_path / "exact.trec", tag="t")
+    assert read_run(tmp_path / "exact.trec")["score"].tolist()[-2:] == [0.1234562, 0.1234558]
+    with pytest.raises(ClirplugError, match="score format 'short': choose one of exact, pyserini"):
+        write_run(run, tmp_path / "bad.trec", score_format="short")
+    assert not (tmp_path / "bad.trec").exists()
+
+
 def test_write_read_write_is_a_fixed_point(tmp_path, trec_eval_fixtures):
     write_run(read_run(trec_eval_fixtures / "results.test"), tmp_path / "a", tag="STANDARD")
     write_run(read_run(tmp_path / "a"), tmp_path / "b", tag="STANDARD")
