@@ -6,7 +6,8 @@ A config names the collection (a folder in the manclir-de layout: ``corpus.jsonl
 query fields, the measures, and one entry per run under ``runs:`` (its method and
 settings). ``docs/experiments.md`` describes every key.
 
-A relative ``collection.path`` in the file is read relative to the file's folder, one given
+A relative ``collection.path`` in the file is read relative to the file's folder (a symbolic
+link's target's: ``configs/demo.yaml`` links to the packaged demo config), one given
 with ``--set`` relative to the current directory; ``root`` (where ``runs/``, ``indexes/``
 and ``models/`` go) is relative to the current directory.
 """
@@ -167,7 +168,7 @@ def load_config(path, overrides=(), cwd=None) -> ExperimentConfig:
     if not isinstance(raw, dict):
         raise ClirplugError(f"{path}: expected a mapping of keys (name, collection, runs, ...)")
     raw = copy.deepcopy(raw)
-    _resolve_paths(raw, path.parent)
+    _resolve_paths(raw, path.resolve().parent)
     cwd = Path(cwd) if cwd is not None else Path.cwd()
     for assignment in overrides:
         before = {keys: _get(raw, keys) for keys in PATH_KEYS}

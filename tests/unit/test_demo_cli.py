@@ -41,6 +41,14 @@ def test_demo_config_reads_the_packaged_collection():
     assert demo_config().parent == demo_path().parent
 
 
+def test_configs_demo_yaml_is_the_packaged_config_and_reads_its_collection():
+    from clirplug.experiment.config import load_config
+
+    link = REPO / "configs" / "demo.yaml"
+    assert link.resolve() == demo_config().resolve()
+    assert load_config(link).collection.path.resolve() == demo_path().resolve()  # relative to the link's target
+
+
 def test_make_demo_runs_clirplug_demo():
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
