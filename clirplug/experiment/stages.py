@@ -1040,7 +1040,7 @@ def plan_psq(plan: Plan, spec, splits) -> None:
     from clirplug.qt.psq_tune import grid_axes, may_decode
 
     c, s = plan.config, spec.settings
-    start = PsqSettings.parse(s["psq"])
+    start = PsqSettings.read(s["psq"], f"{c.source}: runs.{spec.name}.psq")
     axes = grid_axes(s["grid"], f"{c.source}: runs.{spec.name}.grid") if s["grid"] else []
     decodes = may_decode(start, axes)
     index = plan.index()
@@ -1315,7 +1315,7 @@ def _methods() -> dict:
 
     return {
         "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
-        "psq": Method(plan_psq, {"psq": "lambda=1:0:0", "kind": "hiero", "grid": None}),
+        "psq": Method(plan_psq, {"psq": None, "kind": "hiero", "grid": None}),  # psq: a mapping or the --psq string
         "boost": Method(plan_boost, {"candidates": None}, settings=BoostSettings, fixed=("field",)),
         "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
                                      "depth": 100}, settings=BowfdSettings),

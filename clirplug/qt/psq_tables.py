@@ -306,6 +306,11 @@ def drop_target_stopwords(dist: Mapping[str, float], stopwords: frozenset[str]) 
     return {tgt: p for tgt, p in dist.items() if not all(word in stopwords for word in tgt.split())}
 
 
+OPTION_KEYS = {"pL": ("p_lower", float), "pC": ("p_cumulative", float), "heuristic": ("heuristic", str),
+               "stop": ("stopwords", str), "nbest": ("nbest", int), "scale": ("scale", float),
+               "orphans": ("orphans", float)}  # PSQ option (beside ``lambda``) -> settings field and type
+
+
 @dataclass(frozen=True)
 class PsqSettings:
     """The PSQ options of ``--psq "lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=...,scale=..."``.
@@ -361,39 +366,56 @@ class PsqSettings:
             raise ClirplugError(f"--psq orphans={self.orphans}: must be a mass between 0 (off) and 1")
 
     @classmethod
-    def parse(cls, spec: str) -> PsqSettings:
-        """Parse ``key=value`` pairs separated by commas; unknown keys are errors."""
-        settings = cls()
-        changes: dict = {}
+    def parse(cls, spec: str | None, where: str = "--psq") -> PsqSettings:
+        """Parse the ``--psq`` shorthand: ``key=value`` pairs separated by commas; unknown keys are errors."""
+        items = []
         for item in filter(None, (part.strip() for part in (spec or "").split(","))):
             key, sep, value = item.partition("=")
-            key = key.strip()
+            if not sep:
+                raise ClirplugError(f"{where}: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)")
+            items.append((key.strip(), value.strip()))
+        return cls.from_items(items, where)
+
+    @classmethod
+    def read(cls, value, where: str) -> PsqSettings:
+        """Settings from a config value: a mapping (``{lambda: [0, 0, 1], pL: 0.1, stop: large}``) or
+        the ``--psq`` string; errors name ``where``."""
+        if isinstance(value, str) or value is None:
+            return cls.parse(value, where)
+        if not isinstance(value, dict):
+            raise ClirplugError(f"{where}: expected a mapping of PSQ options (lambda, {', '.join(OPTION_KEYS)}), "
+                                f"got {value!r}")
+        return cls.from_items(value.items(), where)
+
+    @classmethod
+    def from_items(cls, items, where: str) -> PsqSettings:
+        """Settings from ``(key, value)`` pairs (keys of :data:`OPTION_KEYS`; values typed or as text)."""
+        changes: dict = {}
+        for key, value in items:
             try:
-                if not sep:
-                    raise ValueError
                 if key == "lambda":
-                    parts = [float(v) for v in value.split(":")]
-                    if len(parts) != len(COMPONENTS):
+                    parts = value.split(":") if isinstance(value, str) else value
+                    if not isinstance(parts, (list, tuple)) or len(parts) != len(COMPONENTS) \
+                            or any(isinstance(v, bool) for v in parts):
                         raise ValueError
-                    changes["weights"] = dict(zip(COMPONENTS, parts))
-                elif key in ("pL", "pC"):
-                    changes["p_lower" if key == "pL" else "p_cumulative"] = float(value)
-                elif key == "heuristic":
-                    changes["heuristic"] = value.strip()
-                elif key == "stop":
-                    changes["stopwords"] = value.strip()
-                elif key == "nbest":
-                    changes["nbest"] = int(value)
-                elif key == "scale":
-                    changes["scale"] = float(value)
-                elif key == "orphans":
-                    changes["orphans"] = float(value)
+                    changes["weights"] = dict(zip(COMPONENTS, map(float, parts)))
+                elif key in OPTION_KEYS:
+                    name, kind = OPTION_KEYS[key]
+                    if isinstance(value, str):
+                        value = value.strip()
+                    elif kind is str or isinstance(value, bool) or not isinstance(value, (int, float)) \
+                            or (kind is int and not isinstance(value, int)):
+                        raise ValueError
+                    changes[name] = kind(value)
                 else:
-                    raise ClirplugError(
-                        f"--psq: unknown option {key!r} (known: lambda, pL, pC, heuristic, stop, nbest, scale, orphans)")
-            except ValueError:
-                raise ClirplugError(f"--psq: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
-        return replace(settings, **changes)
+                    raise ClirplugError(f"{where}: unknown option {key!r} (known: lambda, {', '.join(OPTION_KEYS)})")
+            except (TypeError, ValueError):
+                raise ClirplugError(f"{where}: cannot read {key}={value!r} "
+                                    "(e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
+        try:
+            return replace(cls(), **changes)
+        except ClirplugError as error:  # the range checks speak of --psq
+            raise ClirplugError(f"{where}: {str(error).removeprefix('--psq').lstrip(': ')}") from None
 
     def spec(self) -> str:
         """The ``--psq`` string of these settings (``orphans`` only when on)."""

@@ -52,6 +52,9 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "hits: many\n", [], "exp.yaml: hits: expected int"),
     (BASE + "fields: [title, abstract]\n", [], "fields: unknown value 'abstract'"),
     (BASE + "runs: {psq: {pl: 0.1}}\n", [], "runs.psq.pl: unknown setting"),
+    (BASE + "baseline: psq\nruns: {psq: {psq: {pl: 0.1}}}\n", [], "runs.psq.psq: unknown option 'pl'"),
+    (BASE + "baseline: psq\nruns: {psq: {psq: {pC: 0}}}\n", [], "runs.psq.psq: need 0 <= pL < 1 and 0 < pC <= 1"),
+    (BASE + "baseline: psq\nruns: {psq: {psq: \"pC=x\"}}\n", [], "runs.psq.psq: cannot read pC='x'"),
     (BASE + "runs: {x: {method: magic}}\n", [], "runs.x.method: unknown method 'magic'"),
     (BASE + "runs: {b: {method: boost, colour: 1}}\n", [], "runs.b.colour: unknown setting"),
     (BASE + "runs: {b: {method: boost, order: three}}\n", [], "runs.b.order: expected int, got 'three'"),
@@ -204,6 +207,17 @@ def test_dry_run_lists_without_writing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "index: would run" in out and "report: would run" in out
     assert not (tmp_path / "runs").exists() and not (tmp_path / "indexes").exists()
+
+
+def test_psq_settings_as_a_mapping_plan_the_same_stages_as_the_string(tmp_path):
+    """``psq: {lambda: [0, 0, 1], pL: 0.1, ...}`` in YAML and the --psq string are one setting."""
+    def plan(psq):
+        config = load_config(_write(tmp_path, BASE + f"baseline: psq\nruns: {{psq: {{psq: {psq}}}}}\n"), [f"root={tmp_path}"])
+        return [(o.stage.name, o.key) for o in run_experiment(config, dry_run=True, progress=False)]
+
+    mapping = plan("{lambda: [0, 0, 1], pL: 0.1, stop: large, nbest: 5}")
+    assert mapping == plan('"lambda=0:0:1,pL=0.1,stop=large,nbest=5"')
+    assert mapping != plan("{lambda: [0, 0, 1], pL: 0.2, stop: large, nbest: 5}")
 
 
 SMALL = f"""
