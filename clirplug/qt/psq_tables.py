@@ -410,8 +410,8 @@ class PsqSettings:
                 else:
                     raise ClirplugError(f"{where}: unknown option {key!r} (known: lambda, {', '.join(OPTION_KEYS)})")
             except (TypeError, ValueError):
-                raise ClirplugError(f"{where}: cannot read {key}={value!r} "
-                                    "(e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
+                shown = f"'{key}={value}'" if isinstance(value, str) else f"{key}={value!r}"
+                raise ClirplugError(f"{where}: cannot read {shown} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
         try:
             return replace(cls(), **changes)
         except ClirplugError as error:  # the range checks speak of --psq
