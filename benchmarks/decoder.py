@@ -74,18 +74,23 @@ def time_decoding(decoder: Decoder, sentences):
     return cpu, wall, nodes, edges
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_sample_options(parser: argparse.ArgumentParser) -> None:
+    """The model, data and timed sample options this script shares with benchmarks/decoder_ab.py."""
     parser.add_argument("--model", required=True, type=Path)
-    parser.add_argument("--grammars", type=Path, help="folder of grammar.KIND.gz (default: --model)")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "manclir-de")
     parser.add_argument("--kinds", default="flat,hiero")
-    parser.add_argument("--weights-flat", type=Path)
-    parser.add_argument("--weights-hiero", type=Path)
     parser.add_argument("--titles", type=int, default=249)
     parser.add_argument("--desc-sentences", type=int, default=150)
-    parser.add_argument("--bleu-lines", type=int, default=300)
     parser.add_argument("--pop-limit", type=int, default=200)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_sample_options(parser)
+    parser.add_argument("--grammars", type=Path, help="folder of grammar.KIND.gz (default: --model)")
+    parser.add_argument("--weights-flat", type=Path)
+    parser.add_argument("--weights-hiero", type=Path)
+    parser.add_argument("--bleu-lines", type=int, default=300)
     parser.add_argument("--systems", default="wbw,flat,hiero", help="BLEU rows to run (default: wbw,flat,hiero)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing table")
     args = parser.parse_args()

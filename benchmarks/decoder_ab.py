@@ -33,7 +33,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from decoder import dev_sentences, percentile  # benchmarks/decoder.py: the same sentences and p90
+from decoder import (  # benchmarks/decoder.py: the same sentences, options and p90
+    add_sample_options,
+    dev_sentences,
+    percentile,
+)
 
 from clirplug.io.topics import read_topics
 from clirplug.mt import decoder as current
@@ -88,13 +92,8 @@ def decode(decoder, tokens):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, type=Path)
+    add_sample_options(parser)
     parser.add_argument("--ref", required=True, help="git revision of the reference decoder")
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "manclir-de")
-    parser.add_argument("--kinds", default="flat,hiero")
-    parser.add_argument("--titles", type=int, default=249)
-    parser.add_argument("--desc-sentences", type=int, default=150)
-    parser.add_argument("--pop-limit", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=1, help="time each sentence N times, keep the fastest")
     args = parser.parse_args()
 

@@ -56,23 +56,10 @@ from clirplug.rerank.bowfd import (
     derivation_edge_counts,
     score_sentence,
 )
-from clirplug.settings import Settings, option
+from clirplug.rerank.config import LtrSettings
 
 ADADELTA_RHO = 0.95  # Adadelta's decay rate and ε: Zeiler's defaults, as the paper
 ADADELTA_EPSILON = 1e-6
-
-
-@dataclass(frozen=True)
-class LtrSettings(Settings):
-    """Options of BOW-FD's pairwise learning to rank."""
-
-    epochs: int = option(10, "maximum epochs", low=1)
-    patience: int = option(3, "stop after this many epochs without a better held-out MAP", low=1)
-    negatives: int = option(5, "unjudged top candidates paired with each relevant document", low=0)
-    train_smt: bool = option(False, "also train the SMT weights (the paper freezes them)")
-    shards: int = option(2, "shards of the training topics for iterative parameter mixing", low=1)
-    unit_v: bool = option(True, "train in the units of v: start weights divided by v, learned weights multiplied back "
-                                "(--no-unit-v: in the tuner's units)")
 
 
 class FeatureSpace:
@@ -355,7 +342,7 @@ def choose_v(held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights, 
 
 def config_comment(config: LtrSettings, extra: dict) -> str:
     """The header of a weights file: every option that made it."""
-    options = {**{name: getattr(config, name) for name in LtrSettings.__dataclass_fields__},
-               "rho": ADADELTA_RHO, "epsilon": ADADELTA_EPSILON}
+    options = {name: getattr(config, name) for name in LtrSettings.__dataclass_fields__}
+    options.update(rho=ADADELTA_RHO, epsilon=ADADELTA_EPSILON)
     return "\n".join(["clirplug BOW-FD weights (Hieber & Riezler 2015), trained by `clirplug train bowfd`"] +
                      [f"{k} = {v}" for k, v in {**options, **extra}.items()])

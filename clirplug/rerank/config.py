@@ -1,4 +1,4 @@
-"""Options of the boosting and MIRA rerankers, importable without numpy (for fast CLI start-up)."""
+"""Options of the boosting, MIRA and BOW-FD rerankers, importable without numpy (for fast CLI start-up)."""
 
 from dataclasses import dataclass
 
@@ -44,3 +44,16 @@ MIRA_NBEST = 10
 MIRA_EPOCHS = 10
 MIRA_FOLDS = 5
 MIRA_C_GRID = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+
+
+@dataclass(frozen=True)
+class LtrSettings(Settings):
+    """Options of BOW-FD's pairwise learning to rank."""
+
+    epochs: int = option(10, "maximum epochs", low=1)
+    patience: int = option(3, "stop after this many epochs without a better held-out MAP", low=1)
+    negatives: int = option(5, "unjudged top candidates paired with each relevant document", low=0)
+    train_smt: bool = option(False, "also train the SMT weights (the paper freezes them)")
+    shards: int = option(2, "shards of the training topics for iterative parameter mixing", low=1)
+    unit_v: bool = option(True, "train in the units of v: start weights divided by v, learned weights multiplied back "
+                                "(--no-unit-v: in the tuner's units)")

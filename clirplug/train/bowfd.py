@@ -6,7 +6,7 @@ from pathlib import Path
 
 from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
 from clirplug.errors import ClirplugError
-from clirplug.rerank.bowfd_train import LtrSettings
+from clirplug.rerank.config import LtrSettings
 from clirplug.settings import option
 
 V_GRID = (0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2)

@@ -26,12 +26,12 @@ from clirplug.rerank.bowfd_train import (
     Adadelta,
     FeatureSpace,
     HeldOut,
-    LtrSettings,
     TrainQuery,
     train,
     train_epoch,
     training_documents,
 )
+from clirplug.rerank.config import LtrSettings
 
 pytestmark = pytest.mark.unit
 
