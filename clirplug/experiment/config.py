@@ -21,6 +21,7 @@ from typing import Any
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
+from clirplug.settings import Settings
 
 FIELDS = ("title", "desc")
 PATH_KEYS = (("collection", "path"),)  # keys holding input paths, resolved as the docstring says
@@ -77,11 +78,13 @@ class Collection:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One entry of ``runs:``: a run name, its method (a key of ``stages.METHODS``) and settings."""
+    """One entry of ``runs:``: a run name, its method (a key of :data:`clirplug.methods.RUNS`), its
+    settings and the options of the method's training step."""
 
     name: str
     method: str
-    settings: dict = field(default_factory=dict)
+    settings: Settings
+    options: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,10 +216,14 @@ def _check_name(source, key, value) -> str:
     return value
 
 
+def _references(spec: RunSpec) -> list[str]:
+    """The runs an entry reads: a fusion's ``runs``, a reranker's ``candidates``."""
+    return [*(getattr(spec.settings, "runs", None) or ()), *filter(None, [getattr(spec.settings, "candidates", None)])]
+
+
 def _reference_cycle(runs) -> list[str] | None:
     """A cycle of runs referring to each other (fusion ``runs``, ``candidates``), or None."""
-    refers = {spec.name: [*spec.settings.get("runs", []), *([spec.settings["candidates"]] if spec.settings.get("candidates")
-                                                           else [])] for spec in runs}
+    refers = {spec.name: _references(spec) for spec in runs}
     state: dict[str, int] = {}
 
     def visit(name, path):
@@ -261,7 +268,8 @@ def _string_list(source, key, value, allowed=None) -> tuple[str, ...]:
 def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     """Check the nested dict of a config and build an :class:`ExperimentConfig`."""
     from clirplug.eval.measures import parse_measures
-    from clirplug.experiment.stages import METHODS, check_models, check_settings
+    from clirplug.experiment.stages import check_models
+    from clirplug.methods import RUNS
 
     unknown = sorted(set(raw) - set(DEFAULTS))
     if unknown:
@@ -333,12 +341,12 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
             raise _error(source, key, "floor and ceiling are always run; choose another name")
         settings = dict(settings or {})
         method = settings.pop("method", run_name)
-        if method not in METHODS:
-            raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(METHODS)})")
-        runs.append(RunSpec(run_name, method, check_settings(method, settings, f"{source}: {key}")))
+        if method not in RUNS:
+            raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(RUNS)})")
+        runs.append(RunSpec(run_name, method, *RUNS[method].read(settings, f"{source}: {key}")))
     names = {spec.name for spec in runs}
     for spec in runs:
-        for other in spec.settings.get("runs", []) + ([spec.settings["candidates"]] if spec.settings.get("candidates") else []):
+        for other in _references(spec):
             if other not in names | {"floor"} or other == spec.name:
                 raise _error(source, f"runs.{spec.name}", f"refers to {other!r}, which is neither floor nor "
                                                           "another run of runs:")

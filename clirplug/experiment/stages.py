@@ -11,8 +11,8 @@ Two registries make the plug-in points:
 
 * ``STAGE_KINDS``: stage kind -> (function, code version); a function takes the stage and
   the run context and returns a JSON-able dict of metrics kept in the stage record.
-* ``METHODS``: method name of a ``runs:`` entry -> :class:`Method` (its settings with
-  defaults and the planner that adds its stages). ``MODELS``: the ``models:`` entries
+* ``PLANNERS``: method name of a ``runs:`` entry -> the planner that adds its stages (the
+  entry's settings class: :data:`clirplug.methods.RUNS`). ``MODELS``: the ``models:`` entries
   (trained with ``clirplug train <what>``).
 
 Run files are ``runs/<experiment>/<split>.<field>.<run>.trec`` with a ``.json`` sidecar
@@ -64,20 +64,6 @@ def stage_kind(name: str, version: int = 1):
         return function
 
     return register
-
-
-@dataclass(frozen=True)
-class Method:
-    """A method of ``runs:``: its settings (name -> default) and its planner.
-
-    ``settings`` is the settings class of the method's training step, whose fields are also
-    accepted in the run's entry (passed to training), except those in ``fixed`` (set by the stage).
-    """
-
-    planner: Callable
-    defaults: dict
-    settings: type | None = None
-    fixed: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -139,36 +125,10 @@ def _models() -> dict:
     }
 
 
-METHODS: dict[str, Method] = {}
 MODELS: dict[str, Model] = _models()
 
 
 # ----------------------------------------------------------------------------- settings
-
-def check_settings(method: str, settings: dict, where: str) -> dict:
-    """A ``runs:`` entry's settings with defaults filled in; unknown keys and wrong types are errors."""
-    spec = METHODS[method]
-    result, passthrough = dict(spec.defaults), {}
-    for key, value in settings.items():
-        if key in spec.defaults:
-            default = spec.defaults[key]
-            if default is not None and value is not None:
-                if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-                    value = float(value)
-                if type(value) is not type(default):
-                    raise ClirplugError(f"{where}.{key}: expected {type(default).__name__}, got {value!r}")
-            result[key] = value
-        elif spec.settings is not None:
-            if key in spec.fixed:
-                raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
-            passthrough[key] = value
-        else:
-            raise ClirplugError(f"{where}.{key}: unknown setting (known: {', '.join(spec.defaults) or 'none'})")
-    if spec.settings is not None:
-        spec.settings.from_mapping(passthrough, where)
-        result["options"] = dict(sorted(passthrough.items()))
-    return result
-
 
 def check_models(raw, where: str) -> dict:
     """The ``models:`` mapping: ``name -> settings`` of its training step, checked."""
@@ -935,7 +895,7 @@ class Plan:
             plan_floor(self, missing)
         else:
             spec = self.config.run(name)
-            METHODS[spec.method].planner(self, spec, missing)
+            PLANNERS[spec.method](self, spec, missing)
 
 
 def _bm25_settings(config) -> dict:
@@ -1008,24 +968,24 @@ def plan_dt(plan: Plan, spec, splits) -> None:
     ``weights: queries`` decodes with weights tuned on parallel queries (:func:`plan_query_weights`).
     """
     c, s = plan.config, spec.settings
-    if s["weights"] not in ("bitext", "queries"):
+    if s.weights not in ("bitext", "queries"):
         raise ClirplugError(f"{c.source}: runs.{spec.name}.weights: expected bitext or queries, got {s['weights']!r}")
     index = plan.index()
-    variant = s["kind"] + ("" if s["weights"] == "bitext" else ".queries")
+    variant = s.kind + ("" if s.weights == "bitext" else ".queries")
 
     def plan_part(part, fld):
         out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
-        deps, inputs_from, weights = _translation_deps(plan, s["kind"], part.fold) + part.deps, part.inputs_from, None
-        if s["weights"] == "queries":
-            tuned = plan.stages[plan_query_weights(plan, s["kind"], fld)]
+        deps, inputs_from, weights = _translation_deps(plan, s.kind, part.fold) + part.deps, part.inputs_from, None
+        if s.weights == "queries":
+            tuned = plan.stages[plan_query_weights(plan, s.kind, fld)]
             deps, inputs_from, weights = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
         translate = Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
-                          {"model": str(part.model_dir), "kind": s["kind"], "lang": c.collection.lang, "field": fld,
+                          {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang, "field": fld,
                            "topics": str(part.topics), "weights": weights},
                           inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from)
         plan.add(translate)
         return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
-                              {**_bm25_settings(c), "kind": s["kind"], "weights": s["weights"]},
+                              {**_bm25_settings(c), "kind": s.kind, "weights": s.weights},
                               deps=(index, translate.name), inputs_from=(out,))
 
     for split in splits:
@@ -1040,13 +1000,13 @@ def plan_psq(plan: Plan, spec, splits) -> None:
     from clirplug.qt.psq_tune import grid_axes, may_decode
 
     c, s = plan.config, spec.settings
-    start = PsqSettings.read(s["psq"], f"{c.source}: runs.{spec.name}.psq")
-    axes = grid_axes(s["grid"], f"{c.source}: runs.{spec.name}.grid") if s["grid"] else []
+    start = PsqSettings.read(s.psq, f"{c.source}: runs.{spec.name}.psq")
+    axes = grid_axes(s.grid, f"{c.source}: runs.{spec.name}.grid") if s.grid else []
     decodes = may_decode(start, axes)
     index = plan.index()
 
     def model_deps(part):
-        return (_translation_deps(plan, s["kind"], part.fold) if decodes else (plan.model("align", fold=part.fold),)) \
+        return (_translation_deps(plan, s.kind, part.fold) if decodes else (plan.model("align", fold=part.fold),)) \
             + part.deps + (index,)
 
     tuned = {}
@@ -1059,7 +1019,7 @@ def plan_psq(plan: Plan, spec, splits) -> None:
             tune = Stage(f"tune.{spec.name}.{fld}", "psq-tune",
                          {**_bm25_settings(c), "run": spec.name, "field": fld, "split": c.tune_split,
                           "psq": start.spec(), "grid": axes,
-                          "kind": s["kind"], "lang": c.collection.lang, "measure": "MAP", "hits": c.hits,
+                          "kind": s.kind, "lang": c.collection.lang, "measure": "MAP", "hits": c.hits,
                           "parts": [{"split": p.name, "topics": str(p.topics), "model": str(p.model_dir)} for p in parts]},
                          inputs=(qrels, *(i for p in parts for i in p.inputs)),
                          deps=tuple(dict.fromkeys(d for p in parts for d in model_deps(p))),
@@ -1072,7 +1032,7 @@ def plan_psq(plan: Plan, spec, splits) -> None:
         if fld in tuned:
             deps, inputs_from = deps + (tuned[fld],), inputs_from + plan.stages[tuned[fld]].outputs
         return plan.run_stage({"name": spec.name, "method": "psq", "split": part.name, "field": fld}, "psq",
-                              {**_bm25_settings(c), "psq": start.spec(), "kind": s["kind"], "model": str(part.model_dir),
+                              {**_bm25_settings(c), "psq": start.spec(), "kind": s.kind, "model": str(part.model_dir),
                                "lang": c.collection.lang, "topics": str(part.topics), "tuned": fld in tuned},
                               inputs=part.inputs, deps=deps, inputs_from=inputs_from)
 
@@ -1093,17 +1053,17 @@ def plan_boost(plan: Plan, spec, splits) -> None:
         arguments = {"topics": str(c.collection.topics(c.tune_split)), "qrels": str(tune_qrels),
                      "corpus": str(c.collection.corpus), "output": str(model)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "boost-train",
-                               {"run": spec.name, "arguments": arguments, "settings": {**s["options"], "field": fld}},
+                               {"run": spec.name, "arguments": arguments, "settings": {**spec.options, "field": fld}},
                                inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
                                outputs=(model,)))
         for split in splits:
             deps, inputs_from = [train], [model]
-            if s["candidates"]:
-                plan.runs_of(s["candidates"], [split])
-                deps.append(plan.run_stages[(s["candidates"], split, fld)])
-                inputs_from.append(run_file(c, split, fld, s["candidates"]))
+            if s.candidates:
+                plan.runs_of(s.candidates, [split])
+                deps.append(plan.run_stages[(s.candidates, split, fld)])
+                inputs_from.append(run_file(c, split, fld, s.candidates))
             plan.run_stage({"name": spec.name, "method": "boost", "split": split, "field": fld}, "boost",
-                           {"corpus": str(c.collection.corpus), "candidates": s["candidates"]},
+                           {"corpus": str(c.collection.corpus), "candidates": s.candidates},
                            inputs=(c.collection.topics(split),), deps=tuple(deps), inputs_from=tuple(inputs_from))
 
 
@@ -1113,32 +1073,32 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
     from clirplug.fusion import FUSERS
 
     c, s = plan.config, spec.settings
-    if len(s["runs"]) != 2:
+    if len(s.runs or ()) != 2:
         raise ClirplugError(f"{c.source}: runs.{spec.name}.runs: a tuned fusion takes exactly two runs")
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (kappa is tuned on it)")
-    fusers = [s["fuser"] or "borda"] if not isinstance(s["fuser"], list) else s["fuser"]
+    fusers = [s.fuser or "borda"] if not isinstance(s.fuser, list) else s.fuser
     if not fusers or any(f not in FUSERS for f in fusers):
         raise ClirplugError(f"{c.source}: runs.{spec.name}.fuser: expected one of {', '.join(FUSERS)} or a list of them "
-                            f"(a grid), got {s['fuser']!r}")
-    for other in s["runs"]:
+                            f"(a grid), got {s.fuser!r}")
+    for other in s.runs:
         plan.runs_of(other, [c.tune_split, *splits])
     for fld in c.fields:
         prefix = f"{c.tune_split}.{fld}.{spec.name}.kappa"
-        deps = tuple(plan.run_stages[(other, c.tune_split, fld)] for other in s["runs"])
+        deps = tuple(plan.run_stages[(other, c.tune_split, fld)] for other in s.runs)
         tune = Stage(f"tune.{spec.name}.{fld}", "fusion-tune",
-                     {"run": spec.name, "field": fld, "split": c.tune_split, "runs": list(s["runs"]),
-                      "methods": fusers, "grid_step": s["grid_step"], "measure": s["measure"], "hits": c.hits},
+                     {"run": spec.name, "field": fld, "split": c.tune_split, "runs": list(s.runs),
+                      "methods": fusers, "grid_step": s.grid_step, "measure": s.measure, "hits": c.hits},
                      inputs=(tune_qrels,), deps=deps,
                      outputs=tuple(c.run_dir / f"{prefix}.{ext}" for ext in ("tsv", "png", "json")),
-                     inputs_from=tuple(run_file(c, c.tune_split, fld, other) for other in s["runs"]))
+                     inputs_from=tuple(run_file(c, c.tune_split, fld, other) for other in s.runs))
         plan.add(tune)
         for split in splits:
-            deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s["runs"]))
+            deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s.runs))
             plan.run_stage({"name": spec.name, "method": "fusion", "split": split, "field": fld}, "fusion",
-                           {"runs": list(s["runs"])}, deps=deps,
-                           inputs_from=(tune.outputs[2], *(run_file(c, split, fld, other) for other in s["runs"])))
+                           {"runs": list(s.runs)}, deps=deps,
+                           inputs_from=(tune.outputs[2], *(run_file(c, split, fld, other) for other in s.runs)))
 
 
 def plan_translations(plan: Plan) -> None:
@@ -1169,33 +1129,33 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (BOW-FD trains on it)")
-    plan.runs_of(s["candidates"], [c.tune_split, *splits])
+    plan.runs_of(s.candidates, [c.tune_split, *splits])
     index = plan.index()
     parts = plan.parts(c.tune_split)
-    deps = tuple(dict.fromkeys(d for p in parts for d in _translation_deps(plan, s["kind"], p.fold) + p.deps)) + (index,)
+    deps = tuple(dict.fromkeys(d for p in parts for d in _translation_deps(plan, s.kind, p.fold) + p.deps)) + (index,)
     for fld in c.fields:
         weights = c.model_dir / f"bowfd.{spec.name}.{fld}.weights"
-        arguments = {"model_dirs": [str(p.model_dir) for p in parts], "kind": s["kind"], "index": str(c.index_dir),
+        arguments = {"model_dirs": [str(p.model_dir) for p in parts], "kind": s.kind, "index": str(c.index_dir),
                      "topic_files": [str(p.topics) for p in parts], "qrels": str(tune_qrels),
-                     "candidates": str(run_file(c, c.tune_split, fld, s["candidates"])), "field": fld,
+                     "candidates": str(run_file(c, c.tune_split, fld, s.candidates)), "field": fld,
                      "output": str(weights)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "bowfd-train",
                                {"run": spec.name, "arguments": arguments,
-                                "settings": {**s["options"], "ltr": s["ltr"], "lex": s["lex"]}},
+                                "settings": {**spec.options, "ltr": s.ltr, "lex": s.lex}},
                                inputs=(tune_qrels, *(i for p in parts for i in p.inputs)),
-                               deps=deps + (plan.run_stages[(s["candidates"], c.tune_split, fld)],), outputs=(weights,),
+                               deps=deps + (plan.run_stages[(s.candidates, c.tune_split, fld)],), outputs=(weights,),
                                inputs_from=tuple(i for p in parts for i in p.inputs_from)))
-        method = "bowfd" if s["lm"] else "bowfd-nolm"  # the report's Table 2 ablation
+        method = "bowfd" if s.lm else "bowfd-nolm"  # the report's Table 2 ablation
 
         def plan_part(part, fld=fld, train=train, weights=weights):
             return plan.run_stage({"name": spec.name, "method": method, "split": part.name, "field": fld}, "bowfd",
-                                  {"model": str(part.model_dir), "kind": s["kind"], "lang": c.collection.lang,
-                                   "lm": s["lm"], "index": str(c.index_dir), "depth": s["depth"], "options": s["options"],
+                                  {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang,
+                                   "lm": s.lm, "index": str(c.index_dir), "depth": s.depth, "options": spec.options,
                                    "topics": str(part.topics)},
                                   inputs=part.inputs,
-                                  deps=(train, plan.run_stages[(s["candidates"], part.split, fld)],
-                                        *_translation_deps(plan, s["kind"], part.fold), *part.deps),
-                                  inputs_from=(weights, run_file(c, part.split, fld, s["candidates"]),
+                                  deps=(train, plan.run_stages[(s.candidates, part.split, fld)],
+                                        *_translation_deps(plan, s.kind, part.fold), *part.deps),
+                                  inputs_from=(weights, run_file(c, part.split, fld, s.candidates),
                                                *part.inputs_from))
 
         for split in splits:
@@ -1267,12 +1227,12 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
 
 def _dense_grid(source: str, name: str, settings: dict) -> list[int]:
     """The ``words`` values of a dense run: its ``grid.words`` list, or its one ``words``."""
-    for key, value in [("words", settings["words"])] + [("grid.words", w) for w in (settings["grid"] or {}).get("words", [])]:
+    for key, value in [("words", settings.words)] + [("grid.words", w) for w in (settings.grid or {}).get("words", [])]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ClirplugError(f"{source}: runs.{name}.{key}: must be a whole number of at least 0, got {value!r}")
-    grid = settings["grid"]
+    grid = settings.grid
     if grid is None:
-        return [settings["words"]]
+        return [settings.words]
     if not isinstance(grid, dict) or set(grid) != {"words"} or not isinstance(grid["words"], list) or not grid["words"]:
         raise ClirplugError(f"{source}: runs.{name}.grid: expected {{words: [a list of word counts]}}")
     return list(dict.fromkeys(grid["words"]))
@@ -1292,7 +1252,7 @@ def plan_dense(plan: Plan, spec, splits) -> None:
     for fld in c.fields:
         settings = {"model": model_id(), "words": grid[0], "tuned": False}
         deps, inputs_from = embeds, folders
-        if s["grid"] is not None:
+        if s.grid is not None:
             qrels = c.collection.qrels(c.tune_split)
             if not qrels.is_file():
                 raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
@@ -1309,22 +1269,9 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                            inputs=(c.collection.topics(split),), deps=deps, inputs_from=inputs_from)
 
 
-def _methods() -> dict:
-    from clirplug.train.boost import BoostSettings
-    from clirplug.train.bowfd import BowfdSettings
-
-    return {
-        "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
-        "psq": Method(plan_psq, {"psq": None, "kind": "hiero", "grid": None}),  # psq: a mapping or the --psq string
-        "boost": Method(plan_boost, {"candidates": None}, settings=BoostSettings, fixed=("field",)),
-        "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
-                                     "depth": 100}, settings=BowfdSettings),
-        "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),
-        "dense": Method(plan_dense, {"words": 48, "grid": None}),
-    }
-
-
-METHODS.update(_methods())
+# the planner of each method of ``runs:`` (its settings: :data:`clirplug.methods.RUNS`)
+PLANNERS: dict[str, Callable] = {"dt": plan_dt, "psq": plan_psq, "boost": plan_boost, "bowfd": plan_bowfd,
+                                 "fusion": plan_fusion, "dense": plan_dense}
 
 
 def build_plan(config) -> Plan:

@@ -90,7 +90,7 @@ def test_overrides_are_typed_and_relative_to_the_current_directory(tmp_path, mon
                                 "runs.psq.psq=lambda=1:0:0", f"root={tmp_path}"])
     assert config.collection.path == REPO / "tests" / "data" / "minifr"
     assert (config.collection.lang, config.hits, config.root) == ("fr", 10, tmp_path)
-    assert config.run("psq").settings["psq"] == "lambda=1:0:0"
+    assert config.run("psq").settings.psq == "lambda=1:0:0"
     # the file's own relative path is read relative to the file
     assert load_config(DEMO).collection.path.resolve() == (REPO / "clirplug" / "data" / "demo").resolve()
 

@@ -7,18 +7,12 @@ import pytest
 
 from clirplug.cli.options import add_settings, settings_from_args
 from clirplug.errors import ClirplugError
+from clirplug.methods import RUNS, TRAINING
 from clirplug.settings import Settings, option
-from clirplug.train.align import AlignSettings
-from clirplug.train.boost import BoostSettings
-from clirplug.train.bowfd import BowfdSettings
-from clirplug.train.grammar import GrammarSettings
-from clirplug.train.lm import LmSettings
-from clirplug.train.mira import MiraSettings
-from clirplug.train.weights import WeightsSettings
 
 pytestmark = pytest.mark.cli
 
-ALL = [AlignSettings, GrammarSettings, LmSettings, WeightsSettings, BoostSettings, BowfdSettings, MiraSettings]
+ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +72,7 @@ def test_command_line_flags_come_from_the_class_and_give_the_same_object():
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
-def test_every_training_step_has_documented_valid_defaults_and_a_flag_per_setting(cls):
+def test_every_method_and_training_step_has_documented_valid_defaults_and_a_flag_per_setting(cls):
     settings = cls()  # the defaults pass their own checks
     assert all(f.metadata.get("help") for f in dataclasses.fields(cls))
     parser = argparse.ArgumentParser()
@@ -93,17 +87,34 @@ def test_training_commands_offer_every_setting_of_their_step():
     from clirplug.cli import build_parser
 
     parser = build_parser()
-    commands = {"align": AlignSettings, "grammar": GrammarSettings, "lm": LmSettings, "weights": WeightsSettings,
-                "boost": BoostSettings, "bowfd": BowfdSettings, "mira": MiraSettings}
     train = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
     steps = next(a for a in train._actions if isinstance(a, argparse._SubParsersAction)).choices
-    for name, cls in commands.items():
+    assert list(steps) == list(TRAINING)
+    for name, step in TRAINING.items():
         dests = {action.dest for action in steps[name]._actions}
-        assert set(cls.names()) <= dests, name
+        assert set(step.settings.names()) <= dests, name
 
 
 def test_bm25_parameters_use_the_one_bm25_check():
     with pytest.raises(ClirplugError, match="BM25 k1 must be a finite number >= 0"):
-        MiraSettings(k1=-1)
+        TRAINING["mira"].settings(k1=-1)
     with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
-        BowfdSettings(b=2)
+        TRAINING["bowfd"].settings(b=2)
+
+
+def test_every_method_of_runs_has_a_planner_and_reads_its_yaml_entry():
+    from clirplug.experiment.stages import PLANNERS
+
+    assert list(PLANNERS) == list(RUNS)
+    settings, options = RUNS["bowfd"].read({"depth": 50, "v": 0.4, "lm": False}, "runs.b")
+    assert (settings.depth, settings.lm, settings.kind, options) == (50, False, "hiero", {"v": 0.4})
+    settings, options = RUNS["fusion"].read({"runs": ["a", "b"], "grid_step": 1}, "runs.f")
+    assert (settings.runs, settings.grid_step, settings.fuser, options) == (("a", "b"), 1.0, None, {})
+    with pytest.raises(ClirplugError, match=r"runs.d.weights: expected one of bitext, queries, got 'query'"):
+        RUNS["dt"].read({"weights": "query"}, "runs.d")
+    with pytest.raises(ClirplugError, match=r"runs.d.depth: unknown setting"):
+        RUNS["dt"].read({"depth": 3}, "runs.d")
+    with pytest.raises(ClirplugError, match=r"runs.b.field: set by the experiment itself"):
+        RUNS["boost"].read({"field": "desc"}, "runs.b")
+    with pytest.raises(ClirplugError, match=r"runs.b.bags: must be at least 1, got 0"):
+        RUNS["boost"].read({"bags": 0}, "runs.b")

@@ -1,0 +1,136 @@
+"""The registry of methods: each one's settings class, declared once, and its library call.
+
+``RUNS`` maps the method of an experiment's ``runs:`` entry (``docs/experiments.md``) to a
+:class:`RunMethod`: the settings class of the entry (typed, with defaults and checks, see
+:mod:`clirplug.settings`) and, for methods that train on the tune split, the settings class of
+that training step, whose options the entry may also set. ``TRAINING`` maps each step of
+``clirplug train`` (and of an experiment's ``models:``) to its settings class and function. The
+command line builds the training steps' flags from the same classes
+(:func:`clirplug.cli.options.add_settings`); the searchers of :mod:`clirplug.api` take the same
+values as keyword arguments.
+
+Adding a method: a settings class here, a planner in :mod:`clirplug.experiment.stages`
+(``PLANNERS``), a stage kind that calls the library, and a searcher in :mod:`clirplug.api`
+(``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clirplug.errors import ClirplugError
+from clirplug.settings import Settings, option
+from clirplug.train.align import AlignSettings, train_align
+from clirplug.train.boost import BoostSettings, train_boost
+from clirplug.train.bowfd import BowfdSettings, train_bowfd
+from clirplug.train.grammar import KINDS, GrammarSettings, train_grammar
+from clirplug.train.lm import LmSettings, train_lm
+from clirplug.train.mira import MiraSettings, train_mira
+from clirplug.train.weights import WeightsSettings, train_weights
+
+GRAMMAR = option("hiero", "grammar of the translation model", choices=KINDS)
+
+
+@dataclass(frozen=True)
+class DtRun(Settings):
+    """``dt``: BM25 of the decoder's 1-best translation."""
+
+    kind: str = GRAMMAR
+    weights: str = option("bitext", "decoder weights tuned on the bitext, or on parallel queries of the tune split",
+                          choices=("bitext", "queries"))
+
+
+@dataclass(frozen=True)
+class PsqRun(Settings):
+    """``psq``: probabilistic structured queries over the model's tables."""
+
+    psq: object | None = option(None, "PSQ settings: a mapping ({lambda: [0, 0, 1], pL: 0.1}) or the --psq string")
+    kind: str = GRAMMAR
+    grid: object | None = option(None, "settings tuned on the tune split: a mapping of setting -> list of values")
+
+
+@dataclass(frozen=True)
+class BoostRun(Settings):
+    """``boost``: bagged RankBoost trained on the tune split (its training options: :class:`BoostSettings`)."""
+
+    candidates: str | None = option(None, "run whose documents are reranked (default: the whole collection)")
+
+
+@dataclass(frozen=True)
+class BowfdRun(Settings):
+    """``bowfd``: candidates reranked by forced decoding (its training options: :class:`BowfdSettings`)."""
+
+    candidates: str = option("dt", "run whose documents are reranked")
+    kind: str = GRAMMAR
+    ltr: bool = option(False, "pairwise learning to rank after choosing v")
+    lex: bool = option(False, "add the LEX sparse alignment/insertion/deletion features")
+    lm: bool = option(True, "the language model feature (false: the report's ablation)")
+    depth: int = option(100, "candidates reranked per topic", low=1)
+
+
+@dataclass(frozen=True)
+class FusionRun(Settings):
+    """``fusion``: two runs fused with weights kappa, 1 - kappa tuned on the tune split."""
+
+    runs: tuple[str, ...] | None = option(None, "the two runs fused")
+    fuser: object | None = option(None, "fusion method (default: borda), or a list of them chosen with kappa")
+    grid_step: float = option(0.05, "step of the kappa grid", above=0.0, high=1.0)
+    measure: str = option("MAP", "measure maximized by kappa (an ir_measures name)")
+
+
+@dataclass(frozen=True)
+class DenseRun(Settings):
+    """``dense``: multilingual-e5-small, no translation."""
+
+    words: int = option(48, "embed a document as its title and this many first words", low=0)
+    grid: object | None = option(None, "{words: [...]}: the word count chosen on the tune split")
+
+
+@dataclass(frozen=True)
+class RunMethod:
+    """A method of ``runs:``: the entry's settings and the training step's, whose ``fixed`` fields it cannot set."""
+
+    settings: type[Settings]
+    training: type[Settings] | None = None
+    fixed: tuple[str, ...] = ()
+
+    def read(self, mapping: dict, where: str) -> tuple[Settings, dict]:
+        """The entry's settings and its training options (checked, key-sorted) from a ``runs:`` mapping."""
+        own = {key: value for key, value in mapping.items() if key in self.settings.names() or self.training is None}
+        training = {key: value for key, value in mapping.items() if key not in own}
+        for key in training:
+            if key in self.fixed:
+                raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
+        if self.training is not None:
+            self.training.from_mapping(training, where)
+        return self.settings.from_mapping(own, where), dict(sorted(training.items()))
+
+
+RUNS: dict[str, RunMethod] = {
+    "dt": RunMethod(DtRun),
+    "psq": RunMethod(PsqRun),
+    "boost": RunMethod(BoostRun, BoostSettings, fixed=("field",)),
+    "bowfd": RunMethod(BowfdRun, BowfdSettings),
+    "fusion": RunMethod(FusionRun),
+    "dense": RunMethod(DenseRun),
+}
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """A step of ``clirplug train``: its settings class and the library function that runs it."""
+
+    settings: type[Settings]
+    train: Callable
+
+
+TRAINING: dict[str, TrainingStep] = {
+    "align": TrainingStep(AlignSettings, train_align),
+    "grammar": TrainingStep(GrammarSettings, train_grammar),
+    "lm": TrainingStep(LmSettings, train_lm),
+    "weights": TrainingStep(WeightsSettings, train_weights),
+    "boost": TrainingStep(BoostSettings, train_boost),
+    "bowfd": TrainingStep(BowfdSettings, train_bowfd),
+    "mira": TrainingStep(MiraSettings, train_mira),
+}
