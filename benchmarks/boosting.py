@@ -29,7 +29,7 @@ from clirplug.eval.measures import evaluate
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import write_run
 from clirplug.io.topics import read_topics, topic_field
-from clirplug.rerank.boosting import BoostModel, Collection, train, tune_beta
+from clirplug.boost import BoostModel, Collection, train, tune_beta
 from clirplug.rerank.config import BETA_GRID, BoostConfig
 
 

@@ -332,7 +332,7 @@ class BowfdSearcher(Reranker):
 
 class BoostSearcher(Reranker):
     """Bagged RankBoost over n-gram pairs (``clirplug search|rerank --method boost``,
-    :func:`clirplug.rerank.boosting.rerank_run`): the whole collection scored, or a first stage's top ``depth``.
+    :func:`clirplug.boost.rerank_run`): the whole collection scored, or a first stage's top ``depth``.
 
     Parameters
     ----------
@@ -349,16 +349,16 @@ class BoostSearcher(Reranker):
 
     def __init__(self, model, corpus, first_stage: Searcher | None = None, *, field: str | None = None,
                  depth: int = 1000):
-        from clirplug.rerank import boosting
+        from clirplug import boost
 
         self.first_stage, self.field = first_stage, field and _check_field(field)
         self.depth = _at_least_one(depth, "depth")
         self._spec = {"model": model, "corpus": corpus, "first_stage": first_stage, "field": field, "depth": depth}
-        self.boost = boosting.load(model)
-        self.collection = boosting.read_collection(corpus, self.boost)
+        self.boost = boost.load(model)
+        self.collection = boost.read_collection(corpus, self.boost)
 
     def rescore(self, topics, candidates, k: int, progress: bool):
-        from clirplug.rerank.boosting import rerank_run
+        from clirplug.boost import rerank_run
 
         frame = rerank_run(topics, candidates, model=self.boost, corpus=self.collection, field=self.field, depth=k,
                            progress=progress)

@@ -56,8 +56,8 @@ def _require(args, *options):
 
 
 def _boost(args, topics):
+    from clirplug.boost import rerank_run
     from clirplug.io.runs import read_run
-    from clirplug.rerank.boosting import rerank_run
 
     _require(args, "corpus")
     candidates = read_run(args.candidates) if args.candidates else None

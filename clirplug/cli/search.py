@@ -92,7 +92,7 @@ def _dt(args, topics):
 
 
 def _dt_mira(args, topics):
-    from clirplug.rerank.mira import search_run
+    from clirplug.qt.mira import search_run
 
     _require(args, "model", "mira")
     return search_run(topics, index=args.index, model=args.model, mira=args.mira, field=args.field, kind=args.kind,
@@ -114,7 +114,7 @@ def _psq(args, topics):
 
 
 def _boost(args, topics):
-    from clirplug.rerank.boosting import search_run
+    from clirplug.boost import search_run
 
     _require(args, "model", "corpus")
     return search_run(topics, model=args.model, corpus=args.corpus, field=args.field, hits=args.hits,

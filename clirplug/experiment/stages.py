@@ -531,15 +531,15 @@ def boost_stage(stage: Stage, ctx: Context) -> dict:
     """Boosting run: the whole collection scored, or the candidates of another run reranked."""
     from tqdm import tqdm
 
+    from clirplug import boost
     from clirplug.io.runs import read_run
     from clirplug.io.topics import read_topics
-    from clirplug.rerank import boosting
 
     s = stage.settings
     model_path = stage.inputs_from[0]
-    model = ctx.get(str(model_path), lambda: boosting.load(model_path))
+    model = ctx.get(str(model_path), lambda: boost.load(model_path))
     collection = ctx.get(f"{s['corpus']}|boost|{model.config.order}|{model.config.doc_tokens}|{model.config.hash_seed}",
-                         lambda: boosting.read_collection(s["corpus"], model))
+                         lambda: boost.read_collection(s["corpus"], model))
     candidates = read_run(stage.inputs_from[1]) if len(stage.inputs_from) > 1 else None
     parts, latencies = [], {}
     for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,

@@ -1,4 +1,5 @@
-"""Query translation for CLIR: direct translation (``dt``) and probabilistic structured queries (``psq``).
+"""Query translation for CLIR: direct translation (``dt``, with MIRA-reranked n-best lists in
+:mod:`clirplug.qt.mira`) and probabilistic structured queries (``psq``).
 
 PSQ: :mod:`clirplug.qt.psq_tables` builds the per-token translation distributions
 (Pr_token, Pr_grammar, Pr_nbest, their interpolation, thresholds, stopwords) and reads and

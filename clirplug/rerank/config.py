@@ -36,7 +36,7 @@ class BoostConfig(Settings):
 BETA_GRID = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 
 
-# MIRA n-best reranking (clirplug.rerank.mira): candidates per sentence, passes over the
+# MIRA n-best reranking (clirplug.qt.mira): candidates per sentence, passes over the
 # training queries, cross-validation folds and the clip values C tried (the paper chooses
 # C by 5-fold cross-validation). C = 0 makes no update: the decoder's own 1-best, kept when
 # no C beats it in cross-validation by more than one standard error.

@@ -28,10 +28,10 @@ def train_boost(topics: Path, qrels: Path, corpus, output: Path, settings: Boost
     import numpy as np
 
     from clirplug.atomic import check_output
+    from clirplug.boost import Collection, train, tune_beta
     from clirplug.corpus import read_corpus
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
-    from clirplug.rerank.boosting import Collection, train, tune_beta
 
     config = settings.model_config()
     if jobs < 1:

@@ -40,7 +40,7 @@ def train_mira(model: Path, kind: str, index: Path, topics: Path, qrels: Path, f
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.lucene.search import Bm25Searcher
     from clirplug.mt.translator import Translator
-    from clirplug.rerank.mira import train
+    from clirplug.qt.mira import train
     from clirplug.stopwords import read_stopwords
 
     check_output(output)

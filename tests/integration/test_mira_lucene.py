@@ -11,7 +11,7 @@ from clirplug.io.topics import Topic, topic_field
 from clirplug.lucene.reader import LuceneIndex
 from clirplug.lucene.search import Bm25Searcher
 from clirplug.mt.decoder import Translation
-from clirplug.rerank.mira import (
+from clirplug.qt.mira import (
     RETRIEVAL_FEATURES,
     build_instances,
     reranked_query,

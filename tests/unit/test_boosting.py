@@ -9,9 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from clirplug.errors import ClirplugError
-from clirplug.io.topics import Topic
-from clirplug.rerank.boosting import (
+from clirplug.boost import (
     BoostModel,
     Collection,
     RankBoost,
@@ -25,6 +23,8 @@ from clirplug.rerank.boosting import (
     train,
     training_pairs,
 )
+from clirplug.errors import ClirplugError
+from clirplug.io.topics import Topic
 from clirplug.rerank.config import BoostConfig
 
 pytestmark = pytest.mark.cli

@@ -1,4 +1,4 @@
-"""MIRA n-best reranking (clirplug.rerank.mira): updates and features computed by hand, AP against trec_eval's,
+"""MIRA n-best reranking (clirplug.qt.mira): updates and features computed by hand, AP against trec_eval's,
 the model file."""
 
 import math
@@ -11,7 +11,7 @@ from clirplug.errors import ClirplugError
 from clirplug.eval.measures import average_precision
 from clirplug.lucene.reader import LuceneIndex
 from clirplug.mt.decoder import Translation
-from clirplug.rerank.mira import (
+from clirplug.qt.mira import (
     Instance,
     MiraModel,
     candidate_features,
@@ -227,7 +227,7 @@ def test_rank_with_retrieval_features_needs_the_index():
 
 
 def test_search_refuses_other_dt_stopwords_than_training(tmp_path):
-    from clirplug.rerank.mira import search_run
+    from clirplug.qt.mira import search_run
 
     MiraModel(["LanguageModel"], [1.0], {"kind": "flat", "nbest": 2, "stopwords": ["the"]}).save(tmp_path / "m.json")
     options = {"index": str(tmp_path / "no-index"), "model": str(tmp_path / "no-model"), "mira": str(tmp_path / "m.json"),
