@@ -2,7 +2,7 @@
 
 Input is plain text (one sentence a line; a line of more than 100 tokens is translated in
 chunks, see docs/reliability.md) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
-``.tsv`` files, topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
+``.tsv`` files and ``irds:ID`` (ir_datasets topics), topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
 Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout), by
 ``--format``:
 

@@ -78,6 +78,27 @@ def test_irds_errors_are_one_line(irds_home, tmp_path, args, message):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("collection, message", [
+    ("{irds: hc4/fa, lang: en}\nsplits: [nosuch]", "exp.yaml: splits: irds:hc4/fa/nosuch: unknown ir_datasets id"),
+    ("{irds: hc4/fa, lang: en}\ntune_split: dev\nsplits: [dev]\nbaseline: floor",
+     None),
+    ("{irds: hc4/fa, path: somewhere}", "exp.yaml: collection: give either path (a collection folder) or irds"),
+    ("{irds: 3}", "exp.yaml: collection.irds: expected str, got 3"),
+])
+def test_experiment_irds_collection_checks(irds_home, tmp_path, collection, message):
+    """Config errors name the key; a valid config's --dry-run writes the collection folder and lists the stages."""
+    (tmp_path / "exp.yaml").write_text(f"collection: {collection}\ntranslations: {{outputs: []}}\n", encoding="utf-8")
+    result = _python(irds_home, "-m", "clirplug", "experiment", str(tmp_path / "exp.yaml"), "--root", str(tmp_path / "r"),
+                     "--dry-run", "--quiet")
+    if message is None:
+        assert result.returncode == 0, result.stderr
+        assert "index: would run" in result.stdout
+        assert (tmp_path / "r" / "collections" / "hc4-fa" / "topics.dev.jsonl").is_file()
+    else:
+        assert result.returncode == 2 and result.stderr.strip().startswith(f"clirplug: error: {tmp_path / message}")
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_missing_extra_is_one_line(irds_home, tmp_path):
     """Without ir_datasets installed, an irds: id names the extra to install."""
     fake = tmp_path / "site" / "ir_datasets"
