@@ -108,7 +108,7 @@ def _stage_corpus(corpus, folder: Path, index: Path, progress: bool) -> int:
 
     folder.mkdir()
     count = 0
-    total = corpus_size(corpus) if progress else None
+    total = corpus_size(corpus) if progress and sys.stderr.isatty() else None  # counted only for a bar shown
     with no_space_error(index), open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
         docs = tqdm(_indexable_documents(corpus), desc="reading corpus", unit=" docs", total=total,
                     disable=None if progress else True, file=sys.stderr)

@@ -75,6 +75,7 @@ def test_experiment_on_an_irds_collection(irds_home, tmp_path):
     assert [json.loads(line)["title"] for line in (folder / "topics.dev.jsonl").read_text().splitlines()] == [
         "زلزله ایران", "قیمت نفت"]
     report = json.loads((tmp_path / "root" / "runs" / "hc4" / "report.json").read_text())
+    assert report["collection"]["irds"] == "hc4/fa" and report["collection"]["path"] == str(folder)
     floor = {row["field"]: row["value"] for row in report["scores"] if row["run"] == "floor" and row["measure"] == "MAP"}
     # by hand: the Persian titles rank fa-1 (both words), then fa-5 (one) for 1001, fa-3 first for 1002: AP 1 and 1
     assert floor["title"] == 1.0
