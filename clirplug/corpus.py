@@ -1,4 +1,5 @@
-"""Reading document collections: JSONL (``{"id", "contents"[, "title"]}``), ``.jsonl.gz``, or a folder of them."""
+"""Reading document collections: JSONL (``{"id", "contents"[, "title"]}``), ``.jsonl.gz``, a folder of them,
+or ``irds:<id>``, the documents of an ir_datasets dataset (:mod:`clirplug.irds`)."""
 
 import gzip
 from collections.abc import Iterator
@@ -50,23 +51,53 @@ def _field(record: dict, name: str, path: Path, line_number: int, required: bool
     return value
 
 
+def corpus_size(path) -> int | None:
+    """The number of documents of a corpus as cheaply known: the lines of plain JSONL files, or the
+    count ir_datasets states; None for compressed files (a progress bar's total)."""
+    from clirplug.irds import irds_document_count, irds_id
+
+    dataset_id = irds_id(path)
+    if dataset_id is not None:
+        return irds_document_count(dataset_id)
+    lines = 0
+    for file in corpus_files(path):
+        if file.suffix == ".gz":
+            return None
+        with open(file, "rb") as handle:
+            lines += sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    return lines
+
+
+def _check_id(doc_id: str, seen: set, place: str) -> str:
+    doc_id = doc_id.strip()
+    if not doc_id or any(c.isspace() for c in doc_id):
+        raise ClirplugError(f"{place}: field 'id' must be non-empty without spaces: {doc_id!r}")
+    if doc_id in seen:
+        raise ClirplugError(f"{place}: duplicate document id {doc_id!r}")
+    seen.add(doc_id)
+    return doc_id
+
+
 def read_corpus(path) -> Iterator[Document]:
-    """Yield the documents of a corpus file or folder, validating every line.
+    """Yield the documents of a corpus file or folder (or ``irds:<id>``), validating every line.
 
     A line that is not a JSON object, lacks ``id`` or ``contents``, has a non-string
     field, or repeats an earlier id raises :class:`ClirplugError` naming file and line.
     """
+    from clirplug.irds import irds_documents, irds_id
+
     seen = set()
+    dataset_id = irds_id(path)
+    if dataset_id is not None:
+        for number, (doc_id, title, contents) in enumerate(irds_documents(dataset_id), 1):
+            yield Document(_check_id(doc_id, seen, f"{path} document {number}"), title, contents)
+        return
     for file in corpus_files(path):
         try:
             with _open_text(file) as handle:
                 for line_number, record in json_records(handle, file):
-                    doc_id = _field(record, "id", file, line_number, required=True).strip()
-                    if not doc_id or any(c.isspace() for c in doc_id):
-                        raise ClirplugError(f"{where(file, line_number)}: field 'id' must be non-empty without spaces: {doc_id!r}")
-                    if doc_id in seen:
-                        raise ClirplugError(f"{where(file, line_number)}: duplicate document id {doc_id!r}")
-                    seen.add(doc_id)
+                    doc_id = _check_id(_field(record, "id", file, line_number, required=True), seen,
+                                       where(file, line_number))
                     yield Document(
                         doc_id,
                         _field(record, "title", file, line_number, required=False),

@@ -87,3 +87,54 @@ def pytest_runtest_makereport(item, call):
         else:
             report.outcome, report.longrepr = "failed", message
     return report
+
+
+# ----------------------------------------------------------------------------- ir_datasets
+
+# A tiny hc4/fa in ir_datasets' own layout (its files under $IR_DATASETS_HOME/hc4, named as in its
+# etc/downloads.json): ir_datasets reads a file that exists without downloading or checking it.
+HC4_DOCS = [
+    {"id": "fa-1", "title": "زلزله در ایران", "text": "یک زلزله شدید در شهر کرمان رخ داد"},
+    {"id": "fa-2", "title": "انتخابات", "text": "مردم در انتخابات ریاست جمهوری رای دادند"},
+    {"id": "fa-3", "title": "قیمت نفت", "text": "قیمت نفت در بازار جهانی افزایش یافت"},
+    {"id": "fa-4", "title": "فوتبال", "text": "تیم ملی فوتبال در جام جهانی بازی کرد"},
+    {"id": "fa-5", "title": "زلزله ژاپن", "text": "زلزله ای در ژاپن خسارت زیادی به بار آورد و زلزله ادامه داشت"},
+]
+# topic id -> (English title, description), Persian human translation, Persian machine translation
+HC4_TOPICS = {
+    "1001": (("Iran earthquake", "Reports on earthquakes in Iran"), ("زلزله ایران", "گزارش زلزله در ایران"),
+             ("زمین لرزه ایران", "گزارش های زمین لرزه در ایران")),
+    "1002": (("oil price", "How did the price of oil change?"), ("قیمت نفت", "قیمت نفت چگونه تغییر کرد"),
+             ("بهای نفت", "بهای نفت چگونه تغییر کرد")),
+}
+HC4_QRELS = "1001 0 fa-1 3\n1001 0 fa-5 1\n1001 0 fa-2 0\n1002 0 fa-3 3\n1002 0 fa-4 0\n"
+
+
+def hc4_topic_record(topic_id, english, human, machine) -> dict:
+    """One line of an HC4 topic file (the fields ir_datasets' ExctractedCCQueries reads)."""
+    def entry(lang, source, title_desc):
+        return {"lang": lang, "source": source, "topic_title": title_desc[0], "topic_description": title_desc[1]}
+
+    return {"topic_id": topic_id, "languages_with_qrels": ["fas"],
+            "topics": [entry("eng", "original", english), entry("fas", "human translation", human),
+                       entry("fas", "Google Translate", machine)],
+            "narratives": {"fas": {"very_valuable": f"narrative of {topic_id}", "not_valuable": "other news"}},
+            "report": {"text": "report", "url": "https://example.org", "date": "2021-01-01"}}
+
+
+@pytest.fixture(scope="session")
+def irds_home(tmp_path_factory) -> Path:
+    """An IR_DATASETS_HOME holding hc4/fa's documents, hc4/fa/dev's topics and qrels."""
+    import json
+
+    home = tmp_path_factory.mktemp("ir_datasets")
+    hc4 = home / "hc4"
+    (hc4 / "fas").mkdir(parents=True)
+    docs = [{**doc, "url": f"https://example.org/{doc['id']}", "time": "2021-01-01", "cc_file": "cc"} for doc in HC4_DOCS]
+    (hc4 / "fas" / "hc4_docs.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs),
+                                                encoding="utf-8")
+    (hc4 / "dev.topics.v1-0.jsonl").write_text(
+        "".join(json.dumps(hc4_topic_record(qid, *texts), ensure_ascii=False) + "\n" for qid, texts in HC4_TOPICS.items()),
+        encoding="utf-8")
+    (hc4 / "fas" / "dev.qrels.v1-0.txt").write_text(HC4_QRELS, encoding="utf-8")
+    return home

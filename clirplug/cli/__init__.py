@@ -98,6 +98,18 @@ def write_run_file(frame, args, depth: int) -> None:
     write_run(frame, args.output, tag=tag, depth=depth, score_format=args.score_format)
 
 
+TOPICS_HELP = "topics: JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV (qid<TAB>text), or irds:ID (an ir_datasets id)"
+
+
+def add_topic_lang(container):
+    """``--topic-lang LANG``: the language taken from multilingual topics (HC4/NeuCLIR JSONL, ``irds:`` ids)."""
+    return container.add_argument(
+        "--topic-lang", default=None, metavar="LANG",
+        help="language of multilingual topics (HC4/NeuCLIR JSONL, irds:ID): en, or a translation's code (fa, fas); "
+             "LANG:mt for the machine translation (default: English for HC4/NeuCLIR files, the dataset's own queries "
+             "for irds:ID)")
+
+
 def add_threads(container, help: str):
     """``--threads N``: parallel workers of a command; default None (the command decides).
 

@@ -24,7 +24,8 @@ def add_arguments(parser):
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (qid Q0 docid rank score tag)")
-    parser.add_argument("--qrels", required=True, help="TREC qrels file (qid iter docid relevance)")
+    parser.add_argument("--qrels", required=True,
+                        help="TREC qrels file (qid iter docid relevance), or irds:ID (the qrels of an ir_datasets id)")
     parser.add_argument("--measures", default=DEFAULT_MEASURES, help=f"space-separated measures (default: {DEFAULT_MEASURES})")
     parser.add_argument("--baseline", metavar="RUN", help="run to test the others against (added if not among RUN)")
     parser.add_argument("--per-query", action="store_true", help="also print the value of every query")

@@ -1,6 +1,14 @@
 """``clirplug rerank``: rescore a candidate run (or the whole collection) with a learned reranker."""
 
-from clirplug.cli import add_output, add_run_file, add_src_lang, method_list, write_run_file
+from clirplug.cli import (
+    TOPICS_HELP,
+    add_output,
+    add_run_file,
+    add_src_lang,
+    add_topic_lang,
+    method_list,
+    write_run_file,
+)
 
 HELP = "rescore a candidate run with a reranker (BOW-FD, boosting), or score the whole collection"
 
@@ -20,7 +28,8 @@ def add_arguments(parser):
     parser.add_argument("--method", required=True, choices=list(RERANKERS), help="reranker (listed below)")
     parser.add_argument("--model", required=True, metavar="PATH",
                         help="model written by 'clirplug train <method>' (bowfd: the translation model folder)")
-    parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
+    parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
+    add_topic_lang(parser)
     parser.add_argument("--field", default=None, choices=["title", "desc", "narr"],
                         help="topic field used as the query (default: the one the model was trained on; bowfd: title)")
     parser.add_argument("--corpus", metavar="PATH", help="the target-language collection (JSONL file or folder; boost)")
@@ -93,7 +102,7 @@ def run(args):
     check_output(args.output)
     if args.explain:
         check_output(args.explain, "--explain")
-    topics = read_topics(args.topics)
+    topics = read_topics(args.topics, lang=args.topic_lang)
     if args.field:
         require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)

@@ -1,6 +1,15 @@
 """``clirplug search``: rank a collection for every topic and write a TREC run."""
 
-from clirplug.cli import add_output, add_run_file, add_src_lang, add_threads, method_list, write_run_file
+from clirplug.cli import (
+    TOPICS_HELP,
+    add_output,
+    add_run_file,
+    add_src_lang,
+    add_threads,
+    add_topic_lang,
+    method_list,
+    write_run_file,
+)
 
 HELP = "rank a collection for every topic (BM25, DT, PSQ, boosting, dense) and write a TREC run"
 
@@ -26,7 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--index", metavar="DIR",
                         help="Lucene index built by 'clirplug index' (all methods but boost; dense caches its "
                              "document embeddings beside it, in DIR.dense/)")
-    parser.add_argument("--topics", required=True, metavar="FILE", help="topics: JSONL, TREC SGML or TSV (qid<TAB>text)")
+    parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
+    add_topic_lang(parser)
     parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
                         help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
     add_output(parser, "TREC run file to write")
@@ -149,7 +159,7 @@ def run(args):
         if not args.index:
             raise ClirplugError(f"--method {args.method} needs --index")
         check_index(args.index)
-    topics = read_topics(args.topics)
+    topics = read_topics(args.topics, lang=args.topic_lang)
     require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)
     write_run_file(frame, args, depth=args.hits)

@@ -19,6 +19,7 @@ def add_arguments(parser):
                       help="keep only rules usable on some line of this raw source-language text (e.g. the queries)")
     add_settings(parser.add_argument_group("extraction limits and pruning"), GrammarSettings)
     parser.add_argument("--force", action="store_true", help="extract even when the grammar is up to date")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args):
@@ -26,5 +27,6 @@ def run(args):
     from clirplug.train.grammar import GrammarSettings, train_grammar
 
     train_grammar(args.model, args.kind, settings_from_args(GrammarSettings, args), src_lang=args.src_lang,
-                  tgt_lang=args.tgt_lang, output=args.output, filter=args.filter, force=args.force)
+                  tgt_lang=args.tgt_lang, output=args.output, filter=args.filter, force=args.force,
+                  progress=not args.quiet)
     return 0

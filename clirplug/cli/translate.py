@@ -2,7 +2,7 @@
 
 Input is plain text (one sentence a line; a line of more than 100 tokens is translated in
 chunks, see docs/reliability.md) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
-``.tsv`` files, topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
+``.tsv`` files and ``irds:ID`` (ir_datasets topics), topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
 Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout), by
 ``--format``:
 
@@ -23,7 +23,7 @@ holds fewer strings. ``--forest OUT`` also writes each sentence's +LM forest to
 ``OUT/<id>.<k>.json.gz``.
 """
 
-from clirplug.cli import add_output, add_src_lang
+from clirplug.cli import add_output, add_src_lang, add_topic_lang
 
 HELP = "translate sentences or topics with a model folder (1-best, n-best, TSV topics, forests)"
 
@@ -33,7 +33,10 @@ FORMATS = ("text", "tsv", "jsonl")
 
 def add_arguments(parser):
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")
-    parser.add_argument("--input", required=True, metavar="FILE", help="plain text (a sentence a line) or a topic file")
+    parser.add_argument("--input", required=True, metavar="FILE",
+                        help="plain text (a sentence a line), a topic file (JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV) "
+                             "or irds:ID (the topics of an ir_datasets id)")
+    add_topic_lang(parser)
     parser.add_argument("--kind", choices=("hiero", "flat"), default="hiero", help="grammar (default: hiero)")
     parser.add_argument("--field", choices=("title", "desc", "narr"), default="title", help="topic field (default: title)")
     parser.add_argument("--nbest", type=int, default=1, metavar="N", help="translations per sentence (default: 1)")
@@ -106,6 +109,7 @@ def run(args):
     from clirplug.atomic import atomic_open, check_output, is_path_part
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
+    from clirplug.irds import irds_id
     from clirplug.mt.grammar import format_rule
     from clirplug.mt.preprocess import chunks
     from clirplug.mt.translator import Translator, translation_json
@@ -116,11 +120,11 @@ def run(args):
         raise ClirplugError(f"--format {args.format} writes the 1-best only; use --format jsonl with --nbest {args.nbest}")
     if args.output:
         check_output(args.output)
-    path = Path(args.input)
+    path = args.input if irds_id(args.input) is not None else Path(args.input)
     translator = Translator(args.model, args.kind, args.weights, pop_limit=args.pop_limit, src_lang=args.src_lang,
                             cache=not args.no_cache)
-    if path.suffix.lower() in TOPIC_SUFFIXES:
-        topics = read_topics(path)
+    if isinstance(path, str) or path.suffix.lower() in TOPIC_SUFFIXES:
+        topics = read_topics(path, lang=args.topic_lang)
         require_field(topics, args.field, path)
         unsafe = [t.id for t in topics if not is_path_part(t.id)] if args.forest else []
         if unsafe:

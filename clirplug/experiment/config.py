@@ -2,7 +2,9 @@
 
 A config names the collection (a folder in the manclir-de layout: ``corpus.jsonl``,
 ``topics.<split>.jsonl``, ``qrels.<split>.txt``, ``bitext.<split>.{src,tgt}``,
-``dictionary.tsv``), the splits that are run, the split parameters are tuned on, the
+``dictionary.tsv``; or an ir_datasets id, ``collection: {irds: hc4/fa}``, whose documents,
+topics (``<id>/<split>``) and qrels are written into such a folder, ``ROOT/collections/<name>``,
+by :func:`prepare_collection`), the splits that are run, the split parameters are tuned on, the
 query fields, the measures, and one entry per run under ``runs:`` (its method and
 settings). ``docs/experiments.md`` describes every key.
 
@@ -46,17 +48,18 @@ DEFAULTS: dict[str, Any] = {
 }
 TRANSLATION_DEFAULTS: dict[str, Any] = {"split": "dev", "lines": 300, "outputs": ["word-by-word"]}
 TRANSLATION_OUTPUTS = ("word-by-word", "hiero", "flat")
-COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "name": None, "lang": "de", "doc_lang": "en"}
+COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "irds": None, "name": None, "lang": "de", "doc_lang": "en"}
 
 
 @dataclass(frozen=True)
 class Collection:
-    """A collection folder in the manclir-de layout and its language pair."""
+    """A collection folder in the manclir-de layout and its language pair (and the ir_datasets id it is written from)."""
 
     path: Path
     name: str
     lang: str  # the query (source) language
     doc_lang: str = "en"
+    irds: str | None = None
 
     def topics(self, split: str) -> Path:
         return self.path / f"topics.{split}.jsonl"
@@ -122,6 +125,16 @@ class ExperimentConfig:
 
     def run(self, name: str) -> RunSpec:
         return next(spec for spec in self.runs if spec.name == name)
+
+
+def prepare_collection(config: ExperimentConfig, progress: bool = True) -> None:
+    """Write the collection folder of an ``irds:`` collection (its corpus and the topics and qrels of
+    the splits the config runs and tunes on) unless written before; a collection folder is left as is."""
+    from clirplug.irds import write_collection
+
+    c = config.collection
+    if c.irds is not None:
+        write_collection(c.irds, c.path, (*config.splits, config.tune_split), c.lang, progress)
 
 
 def _error(source, key, message) -> ClirplugError:
@@ -283,24 +296,40 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     if unknown:
         raise _error(source, f"collection.{unknown[0]}", f"unknown key (known: {', '.join(COLLECTION_DEFAULTS)})")
     coll = {**COLLECTION_DEFAULTS, **coll}
-    if not isinstance(coll["path"], str):
-        raise _error(source, "collection.path", "missing: the folder of the collection")
-    coll_path = Path(coll["path"]).resolve()
-    if not (coll_path / "corpus.jsonl").is_file():
-        raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
     for key in ("lang", "doc_lang"):
         coll[key] = _check_type(source, f"collection.{key}", coll[key], str)
-    name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
-    collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"])
+    root = Path(_check_type(source, "root", values["root"], str))
+    root = (root if root.is_absolute() else Path.cwd() / root).resolve()
+    if coll["irds"] is not None:
+        if coll["path"] is not None:
+            raise _error(source, "collection", "give either path (a collection folder) or irds (an ir_datasets id)")
+        dataset_id = _check_type(source, "collection.irds", coll["irds"], str)
+        name = _check_name(source, "collection.name", coll["name"] if coll["name"] is not None else dataset_id.replace("/", "-"))
+        collection = Collection(root / "collections" / name, name, coll["lang"], coll["doc_lang"], dataset_id)
+    else:
+        if not isinstance(coll["path"], str):
+            raise _error(source, "collection.path", "missing: the folder of the collection (or irds: an ir_datasets id)")
+        coll_path = Path(coll["path"]).resolve()
+        if not (coll_path / "corpus.jsonl").is_file():
+            raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
+        name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
+        collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"])
 
     exp_name = values["name"] if values["name"] is not None else Path(source).stem
     exp_name = _check_name(source, "name", exp_name)
     splits = _string_list(source, "splits", values["splits"])
     tune_split = _check_type(source, "tune_split", values["tune_split"], str)
     for split in (*splits, tune_split):
-        if not collection.topics(split).is_file():
-            raise _error(source, "splits" if split in splits else "tune_split",
-                         f"{collection.topics(split)}: no such file")
+        key = "splits" if split in splits else "tune_split"
+        if collection.irds is not None:
+            from clirplug.irds import load_dataset
+
+            try:
+                load_dataset(f"{collection.irds}/{split}", "queries")
+            except ClirplugError as error:
+                raise _error(source, key, str(error)) from None
+        elif not collection.topics(split).is_file():
+            raise _error(source, key, f"{collection.topics(split)}: no such file")
     folds = _check_type(source, "folds", values["folds"], int)
     if folds < 0 or folds == 1:
         raise _error(source, "folds", f"expected 0 (no cross-fitting) or at least 2, got {folds}")
@@ -356,7 +385,5 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     baseline = _check_type(source, "baseline", values["baseline"], str)
     if runs and baseline not in names | {"floor"}:
         raise _error(source, "baseline", f"{baseline!r} is not a run of runs: (nor floor)")
-    root = Path(_check_type(source, "root", values["root"], str))
-    root = (root if root.is_absolute() else Path.cwd() / root).resolve()
     return ExperimentConfig(exp_name, root, collection, splits, tune_split, fields, measures, hits, bm25,
                             baseline, jobs, models, trans, tuple(runs), source, folds)

@@ -245,7 +245,8 @@ def report_stage(stage: Stage, ctx) -> dict:
     with atomic_open(csv_path) as handle:
         handle.write(buffer.getvalue())
     report = {"experiment": config.name, "config": config.source,
-              "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang},
+              "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang,
+                             **({"irds": c.irds} if c.irds else {})},
               "measures": measures, "baseline": config.baseline, "runs": runs_json, "translations": translations,
               "stages": stages_json, "scores": scores}
     with atomic_open(json_path) as handle:

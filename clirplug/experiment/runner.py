@@ -170,11 +170,13 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
 
 def _run_stages(config, jobs, dry_run, force, progress, log) -> list[Outcome]:
     """The body of :func:`run_experiment`."""
+    from clirplug.experiment.config import prepare_collection
     from clirplug.experiment.report import add_report_stage
 
     jobs = jobs or config.jobs
     if jobs < 1:
         raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
+    prepare_collection(config, progress)
     plan = build_plan(config)
     add_report_stage(plan)
     keys, outcomes, todo = {}, {}, []

@@ -81,6 +81,7 @@ class Model:
     needs: tuple = ()
     per_kind: bool = False  # one model per grammar kind (hiero, flat)
     filtered: bool = False  # gets ``filter=``: the source text the experiment translates
+    progress: bool = False  # gets ``progress=``: the experiment's (not part of the stage's key)
 
 
 def _align_arguments(config, src, tgt, kind, out):
@@ -118,7 +119,7 @@ def _models() -> dict:
     return {
         "align": Model(AlignSettings, train_align, _align_arguments),
         "grammar": Model(GrammarSettings, train_grammar, _grammar_arguments,
-                         needs=("align",), per_kind=True, filtered=True),
+                         needs=("align",), per_kind=True, filtered=True, progress=True),
         "lm": Model(LmSettings, train_lm, _lm_arguments),
         "weights": Model(WeightsSettings, train_weights_on_bitext, _weights_arguments,
                          needs=("align", "grammar", "lm"), per_kind=True),
@@ -268,7 +269,7 @@ def train_stage(stage: Stage, ctx: Context) -> dict:
     model = MODELS[s["model"]]
     settings = model.settings.from_mapping(s["settings"], f"models.{s['model']}")
     with _stdout_to_stderr():
-        model.train(**s["arguments"], settings=settings)
+        model.train(**s["arguments"], settings=settings, **({"progress": ctx.progress} if model.progress else {}))
     ctx.forget(str(ctx.config.model_dir))
     return {}
 

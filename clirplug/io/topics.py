@@ -14,6 +14,18 @@ Formats
     ``&amp; &lt; &gt; &quot; &apos;`` are unescaped.
 ``tsv``
     ``qid<TAB>text`` a line; the text becomes both title and desc.
+``hc4``
+    The multilingual JSONL topics of HC4 and NeuCLIR, told apart from ``jsonl`` by their content
+    (a first line with ``topic_id`` and ``topics``): ``{"topic_id", "topics": [{"lang", "source",
+    "topic_title", "topic_description"[, "topic_narrative"]}, ...][, "narratives": {lang:
+    text or {label: text}}]}``. The topic language (:func:`topic_language`; default ``en``)
+    picks the entry of ``topics``: the original or the human translation in that language, or
+    with ``LANG:mt`` its machine translation. narr is the entry's ``topic_narrative``, else the
+    ``narratives`` of that language, or the only one (HC4's are English, one per document
+    language); the texts of a per-relevance mapping are joined.
+``irds:<id>``
+    Not a file: the queries of an ir_datasets dataset (:mod:`clirplug.irds`), in the topic
+    language when one is given.
 
 Ids always stay strings (``"ls.1"``, ``"301"``); a duplicate id, or one that cannot be a
 column of a TREC run (white space, control characters), is an error naming file and line.
@@ -29,6 +41,10 @@ from clirplug.errors import ClirplugError, warn, where
 from clirplug.io.jsonl import json_records
 
 FIELDS = ("title", "desc", "narr")
+# ISO 639-1 (and 639-2/B) codes -> ISO 639-3, the codes of HC4 and NeuCLIR topics
+ISO639_3 = {"en": "eng", "fa": "fas", "ru": "rus", "zh": "zho", "de": "deu", "fr": "fra", "es": "spa", "ar": "ara",
+            "it": "ita", "ja": "jpn", "ko": "kor", "nl": "nld", "pt": "por", "per": "fas", "chi": "zho", "ger": "deu",
+            "fre": "fra"}
 
 
 class Topic(NamedTuple):
@@ -57,10 +73,30 @@ def _check_field(field):
         raise ClirplugError(f"unknown topic field {field!r}: choose one of {', '.join(FIELDS)}")
 
 
+def iso639_3(code: str) -> str:
+    """The ISO 639-3 code of a language code: ``fa`` -> ``fas``; a three-letter code is kept."""
+    code = code.strip().lower()
+    return ISO639_3.get(code, code)
+
+
+def topic_language(spec: str) -> tuple[str, bool]:
+    """Read a topic language ``LANG`` or ``LANG:mt`` (``en``, ``fas``, ``fa:mt``): ``(ISO 639-3 code, machine)``.
+
+    ``LANG`` is the original topics or their human translation into LANG; ``LANG:mt`` the
+    machine translation into LANG.
+    """
+    lang, sep, kind = spec.partition(":")
+    code = iso639_3(lang)
+    if not code.isalpha() or len(code) != 3 or (sep and kind != "mt"):
+        raise ClirplugError(f"topic language {spec!r}: expected LANG or LANG:mt with a 2- or 3-letter code "
+                            "(en, fa, fas:mt, ...)")
+    return code, bool(sep)
+
+
 # ----------------------------------------------------------------------------- reading
 
 
-def _read_jsonl(path, text):
+def _read_jsonl(path, text, lang):
     for lineno, record in json_records(text.splitlines(), path):
         values = {}
         for key in ("id", *FIELDS):
@@ -79,7 +115,50 @@ def _read_jsonl(path, text):
         yield lineno, Topic(values["id"].strip(), values["title"], values["desc"], values["narr"])
 
 
-def _read_tsv(path, text):
+def _machine(entry) -> bool:
+    """Whether an HC4/NeuCLIR topic entry is a machine translation (as ir_datasets tells them apart)."""
+    return iso639_3(str(entry.get("lang", ""))) != "eng" and entry.get("source") not in ("original", "human translation")
+
+
+def _hc4_narrative(narratives, code) -> str:
+    """The narrative of language ``code``, else the only one (HC4's are English, one per document language)."""
+    if not isinstance(narratives, dict):
+        return ""
+    value = narratives.get(code, next(iter(narratives.values())) if len(narratives) == 1 else None)
+    if isinstance(value, dict):
+        return " ".join(text for text in value.values() if isinstance(text, str))
+    return value if isinstance(value, str) else ""
+
+
+def _read_hc4(path, text, lang):
+    code, machine = topic_language(lang or "en")
+    wanted = f"{code} machine translation" if machine else f"{code} original or human translation"
+    for lineno, record in json_records(text.splitlines(), path):
+        topic_id, entries = record.get("topic_id"), record.get("topics")
+        if isinstance(topic_id, int) and not isinstance(topic_id, bool):
+            topic_id = str(topic_id)
+        if not isinstance(topic_id, str) or not topic_id.strip():
+            raise ClirplugError(f"{where(path, lineno)}: 'topic_id' must be a non-empty string")
+        if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+            raise ClirplugError(f"{where(path, lineno)}: 'topics' must be a list of objects (lang, source, topic_title, ...)")
+        matches = [entry for entry in entries if iso639_3(str(entry.get("lang", ""))) == code and _machine(entry) == machine]
+        if not matches:
+            have = ", ".join(f"{entry.get('lang')} ({entry.get('source')})" for entry in entries) or "none"
+            raise ClirplugError(f"{where(path, lineno)}: topic {topic_id!r} has no {wanted} (it has: {have}); "
+                                "choose another topic language")
+        entry = min(matches, key=lambda entry: entry.get("source") != "original")
+        values = {}
+        for key in ("topic_title", "topic_description", "topic_narrative"):
+            value = entry.get(key, "")
+            if not isinstance(value, str):
+                raise ClirplugError(f"{where(path, lineno)}: {key!r} of the {code} topic must be a string, "
+                                    f"got {type(value).__name__}")
+            values[key] = value
+        narr = values["topic_narrative"] or _hc4_narrative(record.get("narratives"), code)
+        yield lineno, Topic(topic_id.strip(), values["topic_title"], values["topic_description"], narr)
+
+
+def _read_tsv(path, text, lang):
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -106,7 +185,7 @@ def _clean(field, raw):
     return _ENTITY.sub(lambda match: _ENTITIES[match.group()], text)
 
 
-def _read_trec(path, text):
+def _read_trec(path, text, lang):
     line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
 
     def lineno_at(offset):
@@ -158,32 +237,46 @@ def _read_trec(path, text):
                             "text outside <top> ... </top>")
 
 
-_READERS = {"jsonl": _read_jsonl, "trec": _read_trec, "tsv": _read_tsv}
+_READERS = {"jsonl": _read_jsonl, "hc4": _read_hc4, "trec": _read_trec, "tsv": _read_tsv}
 
 
 # file extension -> format; other extensions are told apart by their content
 _EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".trec": "trec", ".sgml": "trec", ".tsv": "tsv"}
 
 
+def _is_hc4(text) -> bool:
+    """Whether JSONL topics are HC4/NeuCLIR's: a first record with ``topic_id`` and ``topics``."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and "topic_id" in record and "topics" in record
+
+
 def _sniff(path, text) -> str:
     by_extension = _EXTENSIONS.get(Path(path).suffix.lower())
-    if by_extension:
-        return by_extension
     start = text.lstrip()[:1]
-    return "jsonl" if start == "{" else "trec" if start == "<" else "tsv"
+    format = by_extension or ("jsonl" if start == "{" else "trec" if start == "<" else "tsv")
+    return "hc4" if format == "jsonl" and _is_hc4(text) else format
 
 
-def read_topics(path, format=None) -> list[Topic]:
-    """Read a topic file in JSONL, TREC SGML or TSV format.
+def read_topics(path, format=None, lang=None) -> list[Topic]:
+    """Read a topic file in JSONL, HC4/NeuCLIR JSONL, TREC SGML or TSV format, or ``irds:<id>`` topics.
 
     Parameters
     ----------
     path : str or Path
-        The topic file (UTF-8).
-    format : {"jsonl", "trec", "tsv"}, optional
+        The topic file (UTF-8), or ``irds:<id>``, an ir_datasets dataset (:mod:`clirplug.irds`).
+    format : {"jsonl", "hc4", "trec", "tsv"}, optional
         Forces a format. By default the extension decides (``.jsonl``/``.json``,
         ``.trec``/``.sgml``, ``.tsv``); for any other extension the content does: a
         first non-blank character ``{`` means JSONL, ``<`` TREC SGML, anything else TSV.
+        JSONL whose first line has ``topic_id`` and ``topics`` is HC4/NeuCLIR's.
+    lang : str, optional
+        Topic language of multilingual topics (HC4/NeuCLIR files, ``irds:`` ids):
+        ``LANG`` or ``LANG:mt`` (:func:`topic_language`). Default: English for HC4/NeuCLIR
+        files, the dataset's own query fields for ``irds:`` ids. Other formats ignore it.
 
     Returns
     -------
@@ -196,15 +289,22 @@ def read_topics(path, format=None) -> list[Topic]:
         On malformed input, a duplicate id or an id with white space or control
         characters, naming ``file:line``; on a file without topics.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ClirplugError(f"{path}: cannot read topics ({error})") from error
-    format = format or _sniff(path, text)
-    if format not in _READERS:
-        raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_READERS)}")
+    from clirplug.irds import irds_id, irds_topics
+
+    dataset_id = irds_id(path)
+    if dataset_id is not None:
+        records = enumerate(irds_topics(dataset_id, lang), 1)  # errors name irds:<id>:<position>
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ClirplugError(f"{path}: cannot read topics ({error})") from error
+        format = format or _sniff(path, text)
+        if format not in _READERS:
+            raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_READERS)}")
+        records = _READERS[format](path, text, lang)
     topics, seen = [], {}
-    for lineno, topic in _READERS[format](path, text):
+    for lineno, topic in records:
         if not topic.id.isprintable() or " " in topic.id:
             raise ClirplugError(f"{where(path, lineno)}: topic id {topic.id!r} contains white space or control "
                                 "characters, which a TREC run cannot hold")

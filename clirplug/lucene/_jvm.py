@@ -115,11 +115,13 @@ def java_error_text(error) -> str:
     return f"{error.classname.rpartition('.')[2]}: {error.innermessage}"
 
 
-def wait_for_java(call):
+def wait_for_java(call, poll=None, every: float = 0.5):
     """Return ``call()`` (a long Java call), run in a daemon thread so that Ctrl-C interrupts the wait at once.
 
-    The interrupted wait raises ``KeyboardInterrupt`` with ``java_running = True``: Java goes on
-    writing until the process exits, so its files must not be removed then.
+    ``poll()``, when given, is called every ``every`` seconds while waiting and once at the end
+    (e.g. to update a progress bar). The interrupted wait raises ``KeyboardInterrupt`` with
+    ``java_running = True``: Java goes on writing until the process exits, so its files must
+    not be removed then.
     """
     outcome, done = {}, threading.Event()
 
@@ -134,7 +136,10 @@ def wait_for_java(call):
 
     try:
         threading.Thread(target=target, name="java", daemon=True).start()
-        done.wait()
+        while not done.wait(every if poll else None):
+            poll()
+        if poll:
+            poll()
     except KeyboardInterrupt as interrupt:
         interrupt.java_running = not done.is_set()
         raise

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from clirplug.atomic import atomic_open, no_space_error
-from clirplug.corpus import read_corpus
+from clirplug.corpus import corpus_size, read_corpus
 from clirplug.errors import ClirplugError, warn
 from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to, jclass, wait_for_java
 
@@ -108,8 +108,10 @@ def _stage_corpus(corpus, folder: Path, index: Path, progress: bool) -> int:
 
     folder.mkdir()
     count = 0
+    total = corpus_size(corpus) if progress and sys.stderr.isatty() else None  # counted only for a bar shown
     with no_space_error(index), open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
-        docs = tqdm(_indexable_documents(corpus), desc="reading corpus", unit=" docs", disable=not progress, file=sys.stderr)
+        docs = tqdm(_indexable_documents(corpus), desc="reading corpus", unit=" docs", total=total,
+                    disable=None if progress else True, file=sys.stderr)
         for doc in docs:
             out.write(json.dumps({"id": doc.id, "contents": doc.text}, ensure_ascii=False) + "\n")
             count += 1
@@ -118,7 +120,41 @@ def _stage_corpus(corpus, folder: Path, index: Path, progress: bool) -> int:
     return count
 
 
-def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, count: int) -> None:
+def _read_offset(path: Path) -> int | None:
+    """How far this process (Lucene's reader) has read ``path``: the offset in ``/proc/self/fdinfo``, None if unknown."""
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+                    with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                        return next(int(line.split()[1]) for line in info if line.startswith("pos:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def _lucene_progress(staged: Path, progress: bool):
+    """Poll Lucene's reading of the staged corpus into a bar (bytes, with an ETA) on the terminal's stderr.
+
+    Anserini counts the documents of a file only when the file is done, so the bar follows the
+    reader's offset in the file instead (Linux; elsewhere it fills at the end). Java's output goes
+    to a log meanwhile, so the bar writes to a copy of the original stderr.
+    """
+    from tqdm import tqdm
+
+    path, size = staged.resolve(), staged.stat().st_size
+    with os.fdopen(os.dup(2), "w") as stderr, tqdm(total=size, desc="indexing", unit="B", unit_scale=True, file=stderr,
+                                                  disable=None if progress else True) as bar:
+        def poll(done=False):
+            offset = size if done else _read_offset(path)
+            if offset is not None and offset > bar.n:
+                bar.update(offset - bar.n)
+
+        yield poll
+
+
+def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, count: int, progress: bool) -> None:
     """Index ``work/corpus`` into ``work/index`` with Anserini; a failure is one ClirplugError."""
     args = jclass("io.anserini.index.IndexCollection$Args")()
     args.collectionClass = "JsonCollection"
@@ -131,10 +167,12 @@ def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, co
     args.optimize = True
     args.quiet = True
     failure = ""
-    with java_output_to(work / "lucene.log") as log:  # Anserini's log and stack traces: read below
+    # Anserini's log and stack traces go to lucene.log, read below
+    with _lucene_progress(work / "corpus" / "docs.jsonl", progress) as poll, java_output_to(work / "lucene.log") as log:
         try:
             indexer = jclass("io.anserini.index.IndexCollection")(args)
-            wait_for_java(indexer.run)
+            wait_for_java(indexer.run, poll=poll)
+            poll(done=True)
         except java_exception() as error:
             failure = java_error_text(error)
     text = log.read_text(encoding="utf-8", errors="replace")
@@ -171,7 +209,7 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
     with _building(index) as work:
         count = _stage_corpus(corpus, work / "corpus", index, progress)
         print(f"indexing {count} documents with Lucene ({language} analyzer, {threads} threads)", file=sys.stderr)
-        _run_lucene(corpus, work, index, language, threads, count)
+        _run_lucene(corpus, work, index, language, threads, count, progress)
         with no_space_error(index):
             (work / "index" / METADATA).write_text(json.dumps({"language": language, "corpus": str(corpus)}, indent=1) + "\n")
         stats = index_statistics(work / "index")

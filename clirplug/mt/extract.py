@@ -30,6 +30,7 @@ sentences at once, rule sides are encoded as rows of word ids and counted with `
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -504,14 +505,24 @@ class ScoredRules:
                 links = " ".join(f"{i}-{j}" for i, j in alignment)
                 yield f"[X] ||| {' '.join(src)} ||| {' '.join(tgt)} ||| {template.format(*values)} ||| {links}"
 
-    def write(self, path) -> None:
+    def write(self, path, progress: bool = False) -> None:
         """Write the grammar (cdec format, gzip for ``.gz``), byte-identical to ``write_grammar(self, path)``."""
         from clirplug.mt.grammar import write_grammar_lines
 
-        write_grammar_lines(self.lines(), path)
+        with _bar(len(self), "writing rules", " rules", progress, self.lines()) as lines:
+            write_grammar_lines(lines, path)
 
 
-def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_terms: int, chunk: int = 2_000_000):
+def _bar(total: int, desc: str, unit: str, progress: bool, iterable=None):
+    """A progress bar (with an ETA) on stderr, shown on a terminal only and unless ``progress`` is False."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr,
+                disable=None if progress else True)
+
+
+def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_terms: int, chunk: int = 2_000_000,
+           progress: bool = False):
     """Count rule instances into scored rules.
 
     ``instances`` rows are ``(phrase, hole 1, hole 2)``: indices into the ``(i, k, a, b)``
@@ -526,11 +537,13 @@ def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_
     padded = np.concatenate([phrases, np.zeros((1, 4), dtype=phrases.dtype)])  # row -1: a zero-length hole
     links = _links_by_source(corpus)
     parts = []
-    for s in range(0, len(instances), chunk):
-        rows = instances[s : s + chunk]
-        parts.append(
-            _instance_rows(corpus, links, padded[rows[:, 0]], padded[rows[:, 1]], padded[rows[:, 2]], n_src_terms, n_tgt_terms, n_nt)
-        )
+    with _bar(len(instances), "rule instances", " instances", progress) as bar:
+        for s in range(0, len(instances), chunk):
+            rows = instances[s : s + chunk]
+            parts.append(
+                _instance_rows(corpus, links, padded[rows[:, 0]], padded[rows[:, 1]], padded[rows[:, 2]], n_src_terms, n_tgt_terms, n_nt)
+            )
+            bar.update(len(rows))
     src_rows, tgt_rows, code, log_lex_e, log_lex_f = (np.concatenate([part[c] for part in parts]) for c in range(5))
     del parts
 
@@ -571,7 +584,7 @@ def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_
     )  # fmt: skip
 
 
-def extract_flat(text: ParallelText, max_phrase: int = 5) -> ScoredRules:
+def extract_flat(text: ParallelText, max_phrase: int = 5, progress: bool = False) -> ScoredRules:
     """Score every consistent phrase pair of ``text`` as a flat rule (Koehn, Och & Marcu 2003).
 
     A pair of spans of at most ``max_phrase`` words each is extracted when it contains at
@@ -584,7 +597,7 @@ def extract_flat(text: ParallelText, max_phrase: int = 5) -> ScoredRules:
     corpus = _Corpus.build(text)
     spans = _extend_unaligned(corpus, _phrase_cores(corpus, max_phrase, max_phrase, tight=False), max_phrase)
     instances = np.stack([np.arange(len(spans)), np.full(len(spans), -1), np.full(len(spans), -1)], axis=1)
-    return _score(corpus, spans, instances, np.ones(len(spans)), max_phrase, max_phrase)
+    return _score(corpus, spans, instances, np.ones(len(spans)), max_phrase, max_phrase, progress=progress)
 
 
 def extract_hiero(
@@ -593,6 +606,7 @@ def extract_hiero(
     max_terminals: int = 5,
     max_nonterminals: int = 2,
     max_symbols: int = 5,
+    progress: bool = False,
 ) -> ScoredRules:
     """Extract and score hierarchical rules (Chiang 2007, §3.2).
 
@@ -611,4 +625,4 @@ def extract_hiero(
     initial = _phrase_cores(corpus, max_initial, max_initial, tight=True)
     instances = _hiero_instances(corpus, initial, max_terminals, max_nonterminals, max_symbols)
     share = 1.0 / np.maximum(np.bincount(instances[:, 0], minlength=len(initial)), 1)
-    return _score(corpus, initial, instances, share[instances[:, 0]], max_terminals, max_initial)
+    return _score(corpus, initial, instances, share[instances[:, 0]], max_terminals, max_initial, progress=progress)

@@ -29,10 +29,11 @@ class GrammarSettings(Settings):
 
 def train_grammar(model: Path, kind: str, settings: GrammarSettings = GrammarSettings(), *, src_lang: str = "de",
                   tgt_lang: str = "en", output: Path | None = None, filter: Path | None = None,
-                  force: bool = False) -> Path:
+                  force: bool = False, progress: bool = True) -> Path:
     """Extract the ``kind`` grammar of ``model`` (to ``output``, default ``DIR/grammar.<kind>.gz``).
 
-    ``filter`` keeps only the rules usable on some line of that raw source-language text.
+    ``filter`` keeps only the rules usable on some line of that raw source-language text. With
+    ``progress``, scoring the rule instances and writing the rules show bars with an ETA on a terminal.
     """
     from clirplug.atomic import check_output
     from clirplug.train.cache import Stages
@@ -64,10 +65,10 @@ def train_grammar(model: Path, kind: str, settings: GrammarSettings = GrammarSet
         text = read_parallel(src, tgt, links)
         print(f"clirplug: extracting {kind} rules from {len(text.src)} sentence pairs", file=sys.stderr)
         if kind == "flat":
-            rules = extract_flat(text, settings.max_phrase)
+            rules = extract_flat(text, settings.max_phrase, progress=progress)
         else:
             rules = extract_hiero(text, settings.max_initial, settings.max_terminals, settings.max_nonterminals,
-                                  settings.max_symbols)
+                                  settings.max_symbols, progress=progress)
         extracted = len(rules)
         rules = rules.top_n(settings.top_n)
         if filter is not None:
@@ -76,7 +77,7 @@ def train_grammar(model: Path, kind: str, settings: GrammarSettings = GrammarSet
 
             to_tokens = preprocessor(src_lang, model)
             rules = rules.for_sentences([to_tokens(line) for line in read_lines(filter)])
-        rules.write(out)
+        rules.write(out, progress=progress)
         print(f"clirplug: {extracted} rules extracted, {len(rules)} written to {out} "
               f"in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 

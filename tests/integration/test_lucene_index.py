@@ -208,3 +208,41 @@ def test_damaged_index_metadata_is_one_line(tiny_index, tmp_path):
     (copy / "clirplug.json").write_text('{"language": ', encoding="utf-8")
     with pytest.raises(ClirplugError, match=r"copy/clirplug.json: cannot read the index's metadata"):
         LuceneIndex(copy)
+
+
+def test_indexing_progress_on_a_terminal(tmp_path):
+    """On a terminal, reading the corpus and Lucene's indexing show bars that reach 100%; the index is the
+    one a quiet build makes."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    docs = [{"id": f"d{n}", "contents": f"document {n} " + "word " * (n % 50)} for n in range(3000)]
+    corpus = write_jsonl(tmp_path / "docs.jsonl", docs)
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns wide
+    command = [sys.executable, "-m", "clirplug", "index", "--corpus", str(corpus), "--threads", "1"]
+    shown = subprocess.Popen([*command, "--index", str(tmp_path / "shown")], stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        screen += chunk
+    out, _ = shown.communicate()
+    os.close(master)
+    assert shown.returncode == 0, screen.decode(errors="replace")
+    quiet = subprocess.run([*command, "--index", str(tmp_path / "quiet"), "--quiet"], capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stderr.count("\r") == 0
+    assert out.decode().replace("shown", "X") == quiet.stdout.replace("quiet", "X")
+    text = screen.decode(errors="replace")
+    assert "reading corpus: 100%" in text and "3000/3000" in text
+    assert "indexing: 100%" in text

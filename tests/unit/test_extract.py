@@ -1,8 +1,10 @@
 """Grammar extraction: phrase pairs and Hiero rules of a hand-aligned toy bitext, computed by hand,
 and the vectorized extractor against a per-rule Python reference on random alignments."""
 
+import io
 import math
 import random
+import sys
 
 import pytest
 
@@ -281,6 +283,25 @@ def test_extracted_grammar_round_trips(toy, tmp_path):
     rules.write(tmp_path / "fast.gz")  # the direct writer gives the same bytes
     assert (tmp_path / "fast.gz").read_bytes() == (tmp_path / "g.gz").read_bytes()
     assert list(rules.lines()) == [format_rule(rule) for rule in rules]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("extract", [extract_flat, extract_hiero])
+def test_progress_bars_leave_the_grammar_unchanged(extract, tmp_path, monkeypatch):
+    """With bars on (a terminal stderr, scoring in chunks) the written grammar has the same bytes as without."""
+    text = _random_text(3, n_sentences=40)
+    extract(text).write(tmp_path / "quiet.gz")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr("clirplug.mt.extract._score.__defaults__", (7, False))  # scored 7 instances a chunk
+    extract(text, progress=True).write(tmp_path / "bars.gz", progress=True)
+    assert (tmp_path / "bars.gz").read_bytes() == (tmp_path / "quiet.gz").read_bytes()
+    shown = terminal.getvalue()
+    assert "rule instances: 100%" in shown and "writing rules: 100%" in shown
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -125,3 +125,68 @@ def test_unreadable_and_unwritable(tmp_path):
 ])
 def test_format_is_told_from_content_for_other_extensions(tmp_path, text, expected):
     assert read_topics(write(tmp_path, "topics.txt", text)) == [expected]
+
+
+# ----------------------------------------------------------------------------- HC4 / NeuCLIR topics
+
+def _hc4_line(topic_id, entries, narratives=None):
+    record = {"topic_id": topic_id, "topics": [{"lang": lang, "source": source, "topic_title": title,
+                                               "topic_description": f"{title} (description)", **extra}
+                                              for lang, source, title, extra in entries]}
+    if narratives is not None:
+        record["narratives"] = narratives
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+HC4 = (_hc4_line("101", [("eng", "original", "oil price", {}), ("fas", "human translation", "قیمت نفت", {}),
+                         ("fas", "machine translation", "بهای نفت", {})],
+                 {"fas": {"very_valuable": "Prices.", "not_valuable": "Other."}})
+       + _hc4_line(102, [("eng", "original", "earthquake", {}), ("fas", "human translation", "زلزله", {}),
+                         ("fas", "machine translation", "زمین لرزه", {})],
+                   {"fas": {"very_valuable": "Quakes."}}))
+# NeuCLIR 2022: the narrative is in each entry; Russian only as a machine translation
+NEUCLIR = _hc4_line("200", [("eng", "original", "ice", {"topic_narrative": "About ice."}),
+                            ("rus", "machine translation", "лёд", {"topic_narrative": "Про лёд."})])
+
+
+@pytest.mark.parametrize("lang, expected", [
+    (None, [Topic("101", "oil price", "oil price (description)", "Prices. Other."),
+            Topic("102", "earthquake", "earthquake (description)", "Quakes.")]),
+    ("eng", [Topic("101", "oil price", "oil price (description)", "Prices. Other."),
+             Topic("102", "earthquake", "earthquake (description)", "Quakes.")]),
+    ("fa", [Topic("101", "قیمت نفت", "قیمت نفت (description)", "Prices. Other."),
+            Topic("102", "زلزله", "زلزله (description)", "Quakes.")]),
+    ("fas:mt", [Topic("101", "بهای نفت", "بهای نفت (description)", "Prices. Other."),
+                Topic("102", "زمین لرزه", "زمین لرزه (description)", "Quakes.")]),
+])
+def test_hc4_topics_pick_the_language(tmp_path, lang, expected):
+    """The content tells HC4 topics from clirplug's JSONL; the language picks the entry of each topic."""
+    for name in ("hc4.jsonl", "topics.txt"):
+        assert read_topics(write(tmp_path, name, HC4), lang=lang) == expected
+
+
+def test_neuclir_topics_carry_their_narratives(tmp_path):
+    path = write(tmp_path, "neuclir.jsonl", NEUCLIR)
+    assert read_topics(path) == [Topic("200", "ice", "ice (description)", "About ice.")]
+    assert read_topics(path, lang="ru:mt") == [Topic("200", "лёд", "лёд (description)", "Про лёд.")]
+
+
+@pytest.mark.parametrize("text, lang, message", [
+    (HC4, "ru", r"hc4\.jsonl:1: topic '101' has no rus original or human translation \(it has: eng \(original\), "
+                r"fas \(human translation\), fas \(machine translation\)\)"),
+    (NEUCLIR, "ru", r"hc4\.jsonl:1: topic '200' has no rus original or human translation"),
+    (NEUCLIR, "en:mt", r"has no eng machine translation"),
+    (HC4, "persian", r"topic language 'persian': expected LANG or LANG:mt"),
+    (HC4, "fa:ht", r"topic language 'fa:ht'"),
+    ('{"topic_id": "1", "topics": "eng"}\n', None, r"hc4\.jsonl:1: 'topics' must be a list of objects"),
+    ('{"topic_id": "", "topics": []}\n', None, r"hc4\.jsonl:1: 'topic_id' must be a non-empty string"),
+    (HC4 + HC4.splitlines()[0] + "\n", None, r"hc4\.jsonl:3: duplicate topic id '101' \(first at line 1\)"),
+])
+def test_hc4_topic_errors_name_file_line_and_language(tmp_path, text, lang, message):
+    with pytest.raises(ClirplugError, match=message):
+        read_topics(write(tmp_path, "hc4.jsonl", text), lang=lang)
+
+
+def test_plain_jsonl_topics_ignore_the_topic_language(tmp_path):
+    path = write(tmp_path, "t.jsonl", '{"id": "1", "title": "a", "desc": "b"}\n')
+    assert read_topics(path, lang="fa") == read_topics(path) == [Topic("1", "a", "b")]
