@@ -66,3 +66,4 @@ def run(args):
     host, port = sock.getsockname()[:2]
     print(f"clirplug serve: {args.method} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
     serve(create_app(service), sock)
+    print("clirplug serve: stopped")

@@ -140,10 +140,13 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(app, sock: socket.socket) -> None:
-    """Answer HTTP on ``sock`` with uvicorn until Ctrl-C (or SIGTERM)."""
+    """Answer HTTP on ``sock`` with uvicorn until Ctrl-C (or SIGTERM), then finish the requests under way and return."""
     import uvicorn
 
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    try:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it caught once it has shut down: the normal way to stop
+        pass
 
 
 @contextlib.contextmanager
