@@ -6,6 +6,7 @@ The session's ``demo`` fixture trained the model; the service is given the setti
 
 import importlib.util
 import json
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -158,13 +159,21 @@ def test_a_method_without_its_model_is_refused(served):
         SearchService("bm25", served.config.index_dir, served.config.model_dir)
 
 
-def test_concurrent_clients_on_a_real_server_get_consistent_answers(served):
-    """The load test of benchmarks/serve_load.py, bounded: 20 requests from 4 clients, all answered alike."""
+def test_concurrent_clients_on_a_real_server_get_consistent_answers(served, monkeypatch):
+    """The load test of benchmarks/serve_load.py, bounded: 20 requests from 4 clients, all answered alike, every
+    search run on one and the same thread."""
     benchmark = importlib.util.module_from_spec(BENCHMARK)
     BENCHMARK.loader.exec_module(benchmark)
     queries = [topic.title for topic in served.topics[:5]]
     service = served.service("psq")
     expected = {query: service.search([("q", query)], 10)[0] for query in queries}
+    threads, batch_search = set(), service.searcher.batch_search
+
+    def recorded(*args, **kwargs):
+        threads.add(threading.get_ident())
+        return batch_search(*args, **kwargs)
+
+    monkeypatch.setattr(service.searcher, "batch_search", recorded)
     with running(create_app(service)) as url:
         with urllib.request.urlopen(url + "/") as page:
             assert page.status == 200
@@ -173,3 +182,4 @@ def test_concurrent_clients_on_a_real_server_get_consistent_answers(served):
     for query, status, latency, body in result["answers"]:
         assert status == 200 and latency > 0
         assert body == expected[query]
+    assert len(threads) == 1 and threads != {threading.get_ident()}
