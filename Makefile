@@ -4,9 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYSERINI := pyserini==1.6.0
 
-.PHONY: install demo test clean
+.PHONY: install browser demo test clean
 
-install: $(BIN)/clirplug
+install: $(BIN)/clirplug browser
 
 # Pyserini is installed without its dependencies: clirplug uses only its Anserini jar,
 # never its dense-retrieval stack (torch, transformers, onnxruntime, openai).
@@ -16,6 +16,18 @@ $(BIN)/clirplug: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps "$(PYSERINI)"
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
+
+# The search page's browser test (tests/integration/test_serve_browser.py) drives Debian's Chromium
+# through its chromedriver: installed with apt-get when missing and run as root.
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium and chromium-driver (Debian packages) for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else \
+		echo "chromium and chromium-driver are missing: install them as root (apt-get install chromium chromium-driver);"; \
+		echo "without them the browser test (tests/integration/test_serve_browser.py) fails"; \
+	fi
 
 # = `clirplug demo`: the experiment clirplug/data/demo.yaml, written under demo-output/
 demo: install

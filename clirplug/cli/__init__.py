@@ -30,6 +30,7 @@ COMMANDS = {
     "fuse": "clirplug.cli.fuse",
     "rerank": "clirplug.cli.rerank",
     "experiment": "clirplug.cli.experiment",
+    "serve": "clirplug.cli.serve",
 }
 
 

@@ -115,6 +115,11 @@ def java_error_text(error) -> str:
     return f"{error.classname.rpartition('.')[2]}: {error.innermessage}"
 
 
+def detach_thread() -> None:
+    """Detach the calling thread from the JVM: a thread other than the main one that called Java must, before it ends."""
+    _jnius().detach()
+
+
 def wait_for_java(call, poll=None, every: float = 0.5):
     """Return ``call()`` (a long Java call), run in a daemon thread so that Ctrl-C interrupts the wait at once.
 
@@ -131,7 +136,7 @@ def wait_for_java(call, poll=None, every: float = 0.5):
         except BaseException as error:  # noqa: BLE001 - raised again in the waiting thread
             outcome["error"] = error
         finally:
-            _jnius().detach()
+            detach_thread()
             done.set()
 
     try:

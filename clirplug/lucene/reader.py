@@ -7,6 +7,7 @@ of one JVM round trip per term.
 """
 
 import functools
+import json
 import sys
 
 import numpy as np
@@ -186,6 +187,19 @@ class LuceneIndex:
         """Analyzed term frequencies of the document ``docid``."""
         row = self.matrix.getrow(self.doc_index(docid))
         return {str(self.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
+
+    def document_text(self, docid: str) -> str | None:
+        """The stored text of the document ``docid``: what ``clirplug index`` indexed, the corpus' title and
+        contents joined by a newline (:attr:`clirplug.corpus.Document.text`); None if the index stores no raw text."""
+        self.doc_index(docid)  # an unknown id is an error
+        raw = self._utils.documentRaw(self._reader, docid)
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:  # a raw document of another Anserini collection type
+            return raw
+        return record.get("contents", raw) if isinstance(record, dict) else raw
 
     def idf(self, df) -> np.ndarray:
         """Lucene's BM25 idf of document frequencies ``df`` in this index (:func:`clirplug.bm25.idf`)."""

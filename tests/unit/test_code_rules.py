@@ -100,11 +100,20 @@ def test_the_library_does_not_import_the_command_line():
 
 
 def test_the_library_does_not_import_the_python_api():
-    """The API (``clirplug.api``, ``clirplug.pyterrier``) is a front end: the library below never imports it."""
+    """The API (``clirplug.api``, ``clirplug.pyterrier``) is a front end: the library below never imports it,
+    only the front ends built on it do (the search service, ``clirplug.serve``)."""
     front = ("clirplug.api", "clirplug.pyterrier")
-    upward = sorted(f"{name} -> {m}" for name, imports in _package_graph().items() if name not in front
+    upward = sorted(f"{name} -> {m}" for name, imports in _package_graph().items()
+                    if name not in front and not name.startswith("clirplug.serve")
                     for m in imports if m in front)
     assert upward == []
+
+
+def test_only_the_web_application_imports_the_web_stack():
+    """Starlette and uvicorn are the optional extra ``clirplug[serve]``: one module imports them, on first use."""
+    web = [path for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "serve" / "app.py"]
+    assert _importers(web, "starlette") == [] and _importers(web, "uvicorn") == []
+    assert _importers([PACKAGE / "serve" / "app.py"], "starlette"), "the rule checks nothing: no module imports starlette"
 
 
 def test_only_clirplug_pyterrier_imports_pyterrier():

@@ -1,0 +1,185 @@
+"""The search service on the demo: its answers are the experiment's runs, the API's translations and the
+corpus' documents; bad requests get a 400 with one line of JSON; concurrent clients get consistent answers.
+
+The session's ``demo`` fixture trained the model; the service is given the settings the experiment chose.
+"""
+
+import importlib.util
+import json
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from clirplug.corpus import read_corpus
+from clirplug.errors import ClirplugError
+from clirplug.io.runs import read_run
+from clirplug.io.topics import read_topics
+from clirplug.qt.psq_tables import PsqSettings
+from clirplug.serve.app import create_app, running
+from clirplug.serve.service import SNIPPET_WORDS, SearchService
+
+pytestmark = pytest.mark.jvm
+
+BENCHMARK = importlib.util.spec_from_file_location("serve_load", Path(__file__).parents[2] / "benchmarks" / "serve_load.py")
+
+
+class Served:
+    """The demo's files and a service per method, built once."""
+
+    def __init__(self, config):
+        self.config = config
+        self.topics = read_topics(config.collection.topics("dev"))
+        self.corpus = {doc.id: doc for doc in read_corpus(config.collection.corpus)}
+        self.services = {}
+
+    def tuned(self, name: str) -> dict:
+        return json.loads((self.config.run_dir / f"dev.title.{name}.json").read_text(encoding="utf-8"))["tuned"]
+
+    def service(self, method: str) -> SearchService:
+        if method not in self.services:
+            options = {"bm25": {}, "dt": {}, "psq": {"psq": PsqSettings.parse(self.tuned("psq")["psq"])},
+                       "bowfd": {"weights": str(self.config.model_dir / "bowfd.bowfd.title.weights"), "depth": 50}}
+            model = None if method == "bm25" else self.config.model_dir
+            self.services[method] = SearchService(method, self.config.index_dir, model, kind="flat",
+                                                  **self.config.bm25, **options[method])
+        return self.services[method]
+
+    def expected_run(self, name: str):
+        return read_run(self.config.run_dir / f"dev.title.{name}.trec")
+
+
+@pytest.fixture(scope="module")
+def served(demo):
+    return Served(demo[0])
+
+
+@pytest.fixture(scope="module")
+def psq_client(served):
+    with TestClient(create_app(served.service("psq"))) as client:
+        yield client
+
+
+@pytest.mark.parametrize("method, run", [("bm25", "floor"), ("dt", "dt"), ("psq", "psq"), ("bowfd", "bowfd")])
+def test_a_batch_answers_the_experiments_run(served, method, run):
+    """POST /search of the dev titles with k=1000: the experiment's dev run, document for document."""
+    queries = [{"qid": topic.id, "query": topic.title} for topic in served.topics]
+    with TestClient(create_app(served.service(method))) as client:
+        response = client.post("/search", json={"queries": queries, "k": 1000})
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [result["qid"] for result in results] == [topic.id for topic in served.topics]
+    got = [(r["qid"], hit["docid"], hit["rank"], hit["score"]) for r in results for hit in r["hits"]]
+    expected = served.expected_run(run)
+    assert got == list(zip(expected["qid"], expected["docid"], expected["rank"], expected["score"].tolist()))
+
+
+def test_hits_carry_the_corpus_title_and_first_words(served, psq_client):
+    answer = psq_client.get("/search", params={"q": served.topics[1].title, "k": 20}).json()
+    assert len(answer["hits"]) == 20
+    for hit in answer["hits"]:
+        doc = served.corpus[hit["docid"]]
+        assert hit["title"] == doc.title
+        words = doc.contents.split()
+        assert hit["snippet"] == " ".join(words[:SNIPPET_WORDS]) + (" ..." if len(words) > SNIPPET_WORDS else "")
+
+
+def test_the_translation_is_the_models_1best_and_psq_table(served, psq_client):
+    query = served.topics[1].title
+    answer = psq_client.get("/search", params={"q": query}).json()
+    service = served.service("psq")
+    assert answer["query"] == query and len(answer["hits"]) == 10
+    assert answer["translation"]["best"] == service.model.translate(query)[0][0]
+    table = service.model.psq_table(query, service.psq)
+    assert [(term["source"], {t["term"]: t["p"] for t in term["targets"]}) for term in answer["translation"]["psq"]] \
+        == table
+    assert any(len(term["targets"]) > 1 for term in answer["translation"]["psq"])  # the query has alternatives
+
+
+def test_bowfd_hits_carry_their_winning_derivation(served):
+    query = served.topics[0].title
+    service = served.service("bowfd")
+    with TestClient(create_app(service)) as client:
+        answer = client.get("/search", params={"q": query, "k": 3}).json()
+    model, weights = service.model, str(served.config.model_dir / "bowfd.bowfd.title.weights")
+    for hit in answer["hits"]:
+        derivation = model.derivation(query, hit["docid"], served.config.index_dir, weights=weights)
+        assert hit["derivation"] == " ".join(sentence["yield"] for sentence in derivation["sentences"])
+        assert hit["score"] == pytest.approx(derivation["score"])
+
+
+def test_bm25_searches_the_query_untranslated(served):
+    with TestClient(create_app(served.service("bm25"))) as client:
+        answer = client.get("/search", params={"q": "remove a user account", "k": 1}).json()
+    assert answer["translation"] is None
+    assert answer["hits"][0]["docid"] == "acctdel.8" and answer["hits"][0]["title"] == "remove a user account"
+
+
+def test_the_page_and_the_method(psq_client):
+    page = psq_client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<form id="search">' in page.text
+    assert psq_client.get("/info").json() == {"method": "psq"}
+
+
+@pytest.mark.parametrize("request_, message", [
+    (("GET", "/search?k=5", None), "the parameter q is missing"),
+    (("GET", "/search?q=%20", None), "the parameter q must be a non-empty string, got ' '"),
+    (("GET", "/search?q=Datei&k=0", None), "k must be a whole number from 1 to 1000, got 0"),
+    (("GET", "/search?q=Datei&k=ten", None), "k must be a whole number from 1 to 1000, got 'ten'"),
+    (("GET", "/search?q=Datei&k=2.5", None), "k must be a whole number from 1 to 1000, got '2.5'"),
+    (("GET", "/search?q=Datei&k=-3", None), "k must be a whole number from 1 to 1000, got '-3'"),
+    (("GET", "/search?q=Datei&k=1001", None), "k must be a whole number from 1 to 1000, got 1001"),
+    (("POST", "/search", b'{"queries": [{"qid": 1, "query": "Datei"}'), "the body is not JSON: Expecting ',' delimiter"),
+    (("POST", "/search", b"\xff"), "the body is not JSON: 'utf-8' codec can't decode byte 0xff"),
+    (("POST", "/search", b'{"queries": []}'), 'the body must be a JSON object {"queries"'),
+    (("POST", "/search", b'[{"qid": 1, "query": "Datei"}]'), 'the body must be a JSON object {"queries"'),
+    (("POST", "/search", b'{"queries": [{"query": "Datei"}]}'), "queries[0] must be an object with a string or integer qid"),
+    (("POST", "/search", b'{"queries": [{"qid": 1, "query": 5}]}'), "queries[0].query must be a non-empty string, got 5"),
+    (("POST", "/search", b'{"queries": [{"qid": 1, "query": "a"}, {"qid": "1", "query": "b"}]}'),
+     "queries[1]: qid '1' occurs twice"),
+    (("POST", "/search", b'{"queries": [{"qid": 1, "query": "Datei"}], "k": true}'), "k must be a whole number"),
+    (("GET", "/nowhere", None), "Not Found"),
+    (("PUT", "/search", None), "Method Not Allowed"),
+])
+def test_a_bad_request_gets_a_4xx_with_one_line_of_json(psq_client, request_, message):
+    method, url, body = request_
+    response = psq_client.request(method, url, content=body)
+    assert 400 <= response.status_code < 500
+    error = response.json()["error"]
+    assert error.startswith(message) and "\n" not in error
+
+
+def test_a_method_without_its_model_is_refused(served):
+    with pytest.raises(ClirplugError, match="--method dt needs --model"):
+        SearchService("dt", served.config.index_dir)
+    with pytest.raises(ClirplugError, match="--method bm25 takes no --model"):
+        SearchService("bm25", served.config.index_dir, served.config.model_dir)
+
+
+def test_concurrent_clients_on_a_real_server_get_consistent_answers(served, monkeypatch):
+    """The load test of benchmarks/serve_load.py, bounded: 20 requests from 4 clients, all answered alike, every
+    search run on one and the same thread."""
+    benchmark = importlib.util.module_from_spec(BENCHMARK)
+    BENCHMARK.loader.exec_module(benchmark)
+    queries = [topic.title for topic in served.topics[:5]]
+    service = served.service("psq")
+    expected = {query: service.search([("q", query)], 10)[0] for query in queries}
+    threads, batch_search = set(), service.searcher.batch_search
+
+    def recorded(*args, **kwargs):
+        threads.add(threading.get_ident())
+        return batch_search(*args, **kwargs)
+
+    monkeypatch.setattr(service.searcher, "batch_search", recorded)
+    with running(create_app(service)) as url:
+        with urllib.request.urlopen(url + "/") as page:
+            assert page.status == 200
+        result = benchmark.load(url, queries, requests=20, clients=4, time_limit=120)
+    assert len(result["answers"]) == 20
+    for query, status, latency, body in result["answers"]:
+        assert status == 200 and latency > 0
+        assert body == expected[query]
+    assert len(threads) == 1 and threads != {threading.get_ident()}
