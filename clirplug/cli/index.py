@@ -1,6 +1,7 @@
 """``clirplug index``: build a Lucene index from a JSONL corpus."""
 
 from clirplug.cli import add_threads
+from clirplug.lucene.languages import LANGUAGES
 
 HELP = "build a Lucene index (positions, document vectors, raw text) from JSONL documents"
 
@@ -9,7 +10,7 @@ def add_arguments(parser):
     parser.add_argument("--corpus", metavar="PATH",
                         help='JSONL file ({"id", "contents"[, "title"]}), .jsonl.gz, or a folder of them')
     parser.add_argument("--index", required=True, metavar="DIR", help="index folder to create, e.g. indexes/manclir-de (with --existing: the index)")
-    parser.add_argument("--language", default=None, choices=["en", "de", "fr", "es"],
+    parser.add_argument("--language", default=None, choices=sorted(LANGUAGES),
                         help="language of the documents, for the Lucene analyzer (default: en)")
     parser.add_argument("--existing", action="store_true",
                         help="--index is a Lucene index built without clirplug (e.g. by Pyserini): record the "
