@@ -1093,7 +1093,8 @@ def plan_boost(plan: Plan, spec, splits) -> None:
         arguments = {"topics": str(c.collection.topics(c.tune_split)), "qrels": str(tune_qrels),
                      "corpus": str(c.collection.corpus), "output": str(model)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "boost-train",
-                               {"run": spec.name, "arguments": arguments, "settings": {**s["options"], "field": fld}},
+                               {"run": spec.name, "arguments": arguments,
+                                "settings": {**s["options"], "field": fld, "src_lang": c.collection.lang}},
                                inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
                                outputs=(model,)))
         for split in splits:
@@ -1316,7 +1317,7 @@ def _methods() -> dict:
     return {
         "dt": Method(plan_dt, {"kind": "hiero", "weights": "bitext"}),
         "psq": Method(plan_psq, {"psq": None, "kind": "hiero", "grid": None}),  # psq: a mapping or the --psq string
-        "boost": Method(plan_boost, {"candidates": None}, settings=BoostSettings, fixed=("field",)),
+        "boost": Method(plan_boost, {"candidates": None}, settings=BoostSettings, fixed=("field", "src_lang")),
         "bowfd": Method(plan_bowfd, {"candidates": "dt", "kind": "hiero", "ltr": False, "lex": False, "lm": True,
                                      "depth": 100}, settings=BowfdSettings),
         "fusion": Method(plan_fusion, {"runs": [], "fuser": None, "grid_step": 0.05, "measure": "MAP"}),

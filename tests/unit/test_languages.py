@@ -92,3 +92,31 @@ def test_source_stopwords():
     assert {"и", "в", "не"} <= source_stopwords("ru") and {"في", "من"} <= source_stopwords("ar")
     assert source_stopwords("de") == load_stopwords("de") and source_stopwords("en") == load_stopwords("en-small")
     assert source_stopwords("ko") and not source_stopwords("xx")
+
+
+def test_boosting_tokenizes_queries_in_their_language():
+    from clirplug.rerank.boosting import query_ngrams
+    from clirplug.train.boost import BoostSettings
+
+    assert query_ngrams("用蘑菇种植叶子", 2, "zh") == ["用", "蘑菇", "种植", "叶子", "用 蘑菇", "蘑菇 种植", "种植 叶子"]
+    assert BoostSettings().src_lang == "de"
+    with pytest.raises(ClirplugError, match="src_lang"):
+        BoostSettings.from_mapping({"src_lang": "xx"}, "runs.boost")
+
+
+# sha256 of the demo's train bitext as MT tokens (one space-joined line per segment), computed with the tokenizer
+# as it was before it became language-aware (commit aacbc7a): German and English output must not move
+DEMO_TOKENS = {"de": "b16c4668d485f8b4cd1d1b50758c88c18f66cf6c416b521f867c25d074d657ec",
+               "en": "0cc40d9217cdf3dd733bd5127fe3699be0a416bc8d70a8753216694d608cd014"}
+
+
+@pytest.mark.parametrize("lang", sorted(DEMO_TOKENS))
+def test_demo_bitext_tokens_are_unchanged(lang):
+    import hashlib
+
+    from clirplug.data import demo_path
+
+    digest = hashlib.sha256()
+    for line in (demo_path() / f"bitext.train.{lang}").read_text(encoding="utf-8").splitlines():
+        digest.update((" ".join(preprocess(line, lang)) + "\n").encode("utf-8"))
+    assert digest.hexdigest() == DEMO_TOKENS[lang]
