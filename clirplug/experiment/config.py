@@ -21,6 +21,7 @@ from typing import Any
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
+from clirplug.lucene.languages import LANGUAGES
 
 FIELDS = ("title", "desc")
 PATH_KEYS = (("collection", "path"),)  # keys holding input paths, resolved as the docstring says
@@ -282,6 +283,8 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
     for key in ("lang", "doc_lang"):
         coll[key] = _check_type(source, f"collection.{key}", coll[key], str)
+        if coll[key] not in LANGUAGES:
+            raise _error(source, f"collection.{key}", f"unknown language {coll[key]!r} (choose one of {', '.join(sorted(LANGUAGES))})")
     name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
     collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"])
 
