@@ -19,6 +19,7 @@ tokens are segmented into words (jieba, janome: ``pip install clirplug[cjk]``); 
 lowercases dotted and dotless I as Turkish does. Every other language goes through the chain above
 unchanged.
 """
+
 from __future__ import annotations
 
 import functools
@@ -144,7 +145,7 @@ def topic_sentences(topic, field: str, lang: str, tokenize: Callable[[str], list
 
 
 # Arabic-script normalization, after Lucene's ArabicNormalizer (alef forms -> alef, alef maksura -> yeh,
-# teh marbuta -> heh, no tatweel or harakat), DecimalDigitFilter (digits -> ASCII) and PersianCharFilter
+# teh marbuta -> heh, no tatweel or harakat; hamza and superscript alef marks dropped too), DecimalDigitFilter (digits -> ASCII) and PersianCharFilter
 # (the zero-width non-joiner separates words). Persian then writes yeh and kaf in their Persian forms
 # (as hazm's normalizer does) and heh with yeh above or heh goal as heh (Lucene's PersianNormalizer).
 _ARABIC = {**dict.fromkeys(map(ord, "أإآٱ"), "ا"), ord("ى"): "ي", ord("ة"): "ه", ord("\u200c"): " ",
