@@ -92,11 +92,11 @@ def ngrams(tokens, order):
     return list(grams)
 
 
-def query_ngrams(text, order):
-    """The source (German) n-grams of a query text, tokenized by ``clirplug.mt.preprocess``."""
+def query_ngrams(text, order, lang):
+    """The source n-grams of a query text in language ``lang``, tokenized by ``clirplug.mt.preprocess``."""
     from clirplug.mt.preprocess import preprocess
 
-    return ngrams(preprocess(text, "de"), order)
+    return ngrams(preprocess(text, lang), order)
 
 
 def document_ngrams(text, order, doc_tokens):
@@ -535,7 +535,7 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
     queries = [t for t in topics if t.id not in held and any(r > 0 for r in judgements.get(t.id, {}).values())]
     if not queries:
         raise ClirplugError("no training topic has a relevant document in the corpus: check --topics, --qrels and --corpus")
-    query_grams = [query_ngrams(topic_field(t, config.field), config.order) for t in queries]
+    query_grams = [query_ngrams(topic_field(t, config.field), config.order, config.src_lang) for t in queries]
     query_hashes = [ngram_hashes(grams, config.hash_seed) for grams in query_grams]
     rng = np.random.default_rng([config.seed, 0])
     q, pos, neg, d0 = sample_triples(judgements, [t.id for t in queries], collection.docids,
@@ -620,7 +620,7 @@ class BoostModel:
 
         Then ``f(q, d) = sum_{t in T(d)} v_t + beta * sum_{t in T(d)} identity_t``.
         """
-        grams = query_ngrams(text, self.config.order)
+        grams = query_ngrams(text, self.config.order, self.config.src_lang)
         learned = np.zeros(len(collection.strings))
         if grams:
             source = ngram_hashes(grams, self.config.hash_seed)[:, None]

@@ -110,7 +110,7 @@ class RunMethod:
 RUNS: dict[str, RunMethod] = {
     "dt": RunMethod(DtRun),
     "psq": RunMethod(PsqRun),
-    "boost": RunMethod(BoostRun, BoostSettings, fixed=("field",)),
+    "boost": RunMethod(BoostRun, BoostSettings, fixed=("field", "src_lang")),
     "bowfd": RunMethod(BowfdRun, BowfdSettings),
     "fusion": RunMethod(FusionRun),
     "dense": RunMethod(DenseRun),

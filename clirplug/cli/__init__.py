@@ -74,7 +74,10 @@ def add_output(container, help: str, required: bool = True, metavar: str = "FILE
 
 def add_src_lang(container, help: str = "query (source) language, for tokenization (default: de)"):
     """``--src-lang`` (alias ``--lang``): the language of the queries or source sentences."""
-    return add_aliases(container, container.add_argument("--src-lang", default="de", metavar="LANG", help=help),
+    from clirplug.lucene.languages import LANGUAGES
+
+    return add_aliases(container, container.add_argument("--src-lang", default="de", metavar="LANG", choices=sorted(LANGUAGES),
+                                                         help=help),
                        "--lang")
 
 

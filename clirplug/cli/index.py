@@ -1,6 +1,7 @@
 """``clirplug index``: build a Lucene index from a JSONL corpus or an ir_datasets collection."""
 
 from clirplug.cli import add_threads
+from clirplug.lucene.languages import LANGUAGES
 
 HELP = "build a Lucene index (positions, document vectors, raw text) from JSONL documents"
 
@@ -10,7 +11,7 @@ def add_arguments(parser):
                         help='JSONL file ({"id", "contents"[, "title"]}), .jsonl.gz, a folder of them, or irds:ID '
                              '(the documents of an ir_datasets id, e.g. irds:hc4/fa)')
     parser.add_argument("--index", required=True, metavar="DIR", help="index folder to create, e.g. indexes/manclir-de (with --existing: the index)")
-    parser.add_argument("--language", default=None, choices=["en", "de", "fr", "es"],
+    parser.add_argument("--language", default=None, choices=sorted(LANGUAGES),
                         help="language of the documents, for the Lucene analyzer (default: en; for irds:ID, the "
                              "documents' language)")
     parser.add_argument("--existing", action="store_true",

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from clirplug.lucene.languages import LANGUAGES
+
 HELP = "word-align a bitext (IBM Model 1 + fast_align IBM2, both directions, symmetrized)"
 
 
@@ -13,7 +15,7 @@ def add_arguments(parser):
     data.add_argument("--src", required=True, type=Path, help="source side (e.g. German), one segment a line")
     data.add_argument("--tgt", required=True, type=Path, help="target side (e.g. English), line-aligned")
     data.add_argument("--output", "--out", required=True, type=Path, help="model folder (created; see docs/models.md)")
-    data.add_argument("--src-lang", default="de", help="source language code (default: de)")
+    data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--dictionary", type=Path,
                       help="TSV 'source<TAB>target' entries added to EM as extra sentence pairs")

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from clirplug.lucene.languages import LANGUAGES
+
 HELP = "extract a flat phrase table or a hierarchical (Hiero) grammar from an aligned model folder"
 
 
@@ -13,7 +15,7 @@ def add_arguments(parser):
     data.add_argument("--kind", required=True, choices=KINDS, help="flat phrase pairs or Hiero rules")
     data.add_argument("--model", required=True, type=Path, metavar="DIR", help="model folder of `clirplug train align`")
     data.add_argument("--output", "--out", type=Path, help="grammar file (default: DIR/grammar.<kind>.gz; .gz compresses)")
-    data.add_argument("--src-lang", default="de", help="source language code (default: de)")
+    data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--filter", type=Path, metavar="TEXT",
                       help="keep only rules usable on some line of this raw source-language text (e.g. the queries)")

@@ -1,5 +1,7 @@
 """``clirplug train weights``: tune a model folder's decoder weights for BLEU with PRO."""
 
+from clirplug.lucene.languages import LANGUAGES
+
 HELP = "tune decoder weights on a bitext or on parallel queries for BLEU (PRO, Hopkins & May 2011)"
 # --field of --queries -> the options it needs
 QUERY_INPUTS = {"title": ("corpus",), "desc": ("bitext_src", "bitext_tgt", "bitext_ids")}
@@ -13,7 +15,7 @@ def add_arguments(parser):
     parser.add_argument("--kind", choices=("hiero", "flat"), default="hiero", help="grammar (default: hiero)")
     parser.add_argument("--src", help="tuning source text, a sentence a line (or --queries, below)")
     parser.add_argument("--tgt", help="tuning reference text, line-aligned with --src")
-    parser.add_argument("--src-lang", default="de", help="source language code (default: de)")
+    parser.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     parser.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     parser.add_argument("--output", "--out", metavar="FILE", help="weights file (default: DIR/weights.KIND)")
     add_settings(parser, WeightsSettings)

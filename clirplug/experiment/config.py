@@ -23,6 +23,7 @@ from typing import Any
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
+from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings
 
 FIELDS = ("title", "desc")
@@ -298,6 +299,8 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     coll = {**COLLECTION_DEFAULTS, **coll}
     for key in ("lang", "doc_lang"):
         coll[key] = _check_type(source, f"collection.{key}", coll[key], str)
+        if coll[key] not in LANGUAGES:
+            raise _error(source, f"collection.{key}", f"unknown language {coll[key]!r} (choose one of {', '.join(sorted(LANGUAGES))})")
     root = Path(_check_type(source, "root", values["root"], str))
     root = (root if root.is_absolute() else Path.cwd() / root).resolve()
     if coll["irds"] is not None:

@@ -1054,7 +1054,8 @@ def plan_boost(plan: Plan, spec, splits) -> None:
         arguments = {"topics": str(c.collection.topics(c.tune_split)), "qrels": str(tune_qrels),
                      "corpus": str(c.collection.corpus), "output": str(model)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "boost-train",
-                               {"run": spec.name, "arguments": arguments, "settings": {**spec.options, "field": fld}},
+                               {"run": spec.name, "arguments": arguments,
+                                "settings": {**spec.options, "field": fld, "src_lang": c.collection.lang}},
                                inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
                                outputs=(model,)))
         for split in splits:

@@ -13,8 +13,8 @@ from clirplug.atomic import atomic_open, no_space_error
 from clirplug.corpus import corpus_size, read_corpus
 from clirplug.errors import ClirplugError, warn
 from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to, jclass, wait_for_java
+from clirplug.lucene.languages import LANGUAGES, check_language
 
-LANGUAGES = ("en", "de", "fr", "es")
 METADATA = "clirplug.json"
 # Anserini reads the staged corpus with Jackson, whose StreamReadConstraints refuse a string longer than
 # 20,000,000 Java (UTF-16) characters; such a document made Anserini drop every document of its file.
@@ -200,8 +200,7 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
     would not index (empty, longer than :data:`MAX_DOCUMENT_CHARS`, an id longer than
     :data:`MAX_ID_BYTES`) is named in a warning and skipped.
     """
-    if language not in LANGUAGES:
-        raise ClirplugError(f"--language {language!r}: choose one of {', '.join(LANGUAGES)}")
+    check_language(language)
     index = Path(index)
     if index.exists():
         raise ClirplugError(f"{index}: already exists; remove it or choose another --index")
@@ -238,7 +237,7 @@ def index_metadata(index) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ClirplugError(f"{path}: cannot read the index's metadata ({error})") from error
     if not isinstance(metadata, dict) or metadata.get("language") not in LANGUAGES:
-        raise ClirplugError(f"{path}: 'language' must be one of {', '.join(LANGUAGES)}")
+        raise ClirplugError(f"{path}: 'language' must be one of {', '.join(sorted(LANGUAGES))}")
     return metadata
 
 
@@ -248,8 +247,7 @@ def record_language(index, language: str) -> dict:
 
     An index that already records a language keeps it: another ``language`` is refused.
     """
-    if language not in LANGUAGES:
-        raise ClirplugError(f"--language {language!r}: choose one of {', '.join(LANGUAGES)}")
+    check_language(language)
     index = check_index(index)
     if (index / METADATA).is_file():
         recorded = index_metadata(index)["language"]

@@ -18,16 +18,17 @@ from clirplug.io.runs import run_frame
 from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import check_index, index_metadata, open_reader
+from clirplug.lucene.languages import ANALYZERS, check_language
 
 FIELD = "contents"
 ID_FIELD = "id"
 
 
 def analyzer_for(language: str):
-    """The Lucene analyzer Anserini indexes ``language`` with."""
+    """The Lucene analyzer Anserini indexes ``language`` with (:data:`~clirplug.lucene.languages.ANALYZERS`)."""
     if language == "en":
         return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
-    return jclass("io.anserini.analysis.AnalyzerMap").getLanguageSpecificAnalyzer(language)
+    return jclass(ANALYZERS[check_language(language)])()
 
 
 def anserini_score_ties(scores) -> np.ndarray:

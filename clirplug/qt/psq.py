@@ -198,7 +198,8 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     if bool(source.table) == bool(source.model):
         raise ClirplugError("PSQ needs exactly one of a table and a model folder")
     if source.table:
-        return PsqBuilder(settings, token=PsqTable.load(source.table)), preprocessor(source.src_lang)
+        return (PsqBuilder(settings, token=PsqTable.load(source.table), src_lang=source.src_lang),
+                preprocessor(source.src_lang))
     model = Path(source.model)
     if not model.is_dir():
         raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
@@ -227,7 +228,7 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
         if sentences is not None:
             translator.restrict(sentences)
         translate = translator.translate
-    return PsqBuilder(settings, token, grammar, translate), tokenize
+    return PsqBuilder(settings, token, grammar, translate, src_lang=source.src_lang), tokenize
 
 
 def psq_queries(source: PsqSource, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:

@@ -37,13 +37,13 @@ from typing import Protocol
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
-from clirplug.stopwords import load_stopwords
+from clirplug.stopwords import load_stopwords, source_stopwords
 
 HEURISTICS = ("one-to-one", "one-to-none", "one-to-many")
 COMPONENTS = ("token", "grammar", "nbest")
 STOPWORDS = ("none", "small", "large")
-# stop setting -> (source list, target list) under clirplug/data/stopwords/
-STOPWORD_FILES = {"none": (None, None), "small": ("de", "en-small"), "large": ("de", "en-large")}
+# stop setting -> target list under clirplug/data/stopwords/ (the source side drops its language's list)
+STOPWORD_FILES = {"none": None, "small": "en-small", "large": "en-large"}
 GAP_WORDS = "en-small"  # Lucene's English stopwords: the index analyzer drops them, so phrases skip them
 GRAMMAR_FEATURE = "EgivenF"  # the rule likelihood of Pr_grammar: 10 ** -EgivenF = p(e|f)
 
@@ -325,7 +325,8 @@ class PsqSettings:
         One of :data:`HEURISTICS`.
     stopwords : str
         ``none``, ``small`` (Lucene's 33 English words) or ``large`` (SMART, 570 words);
-        ``small`` and ``large`` also drop German stopwords on the source side.
+        ``small`` and ``large`` also drop the query language's stopwords on the source side
+        (:func:`clirplug.stopwords.source_stopwords`).
     nbest : int
         Derivations read for Pr_nbest.
     scale : float
@@ -452,10 +453,12 @@ class PsqBuilder:
     memo : dict, optional
         Shared store of the per-sentence Pr_grammar and Pr_nbest tables, so builders that
         differ only in λ, thresholds or stopwords (a tuning grid) compute each table once.
+    src_lang : str
+        The query language, whose stopwords ``stop=small|large`` drops (default ``de``).
     """
 
     def __init__(self, settings: PsqSettings, token: TranslationSource | None = None, grammar=None,
-                 translate=None, memo: dict | None = None):
+                 translate=None, memo: dict | None = None, src_lang: str = "de"):
         available = {"token": token is not None, "grammar": grammar is not None, "nbest": translate is not None}
         missing = [c for c in COMPONENTS if settings.weights[c] > 0 and not available[c]]
         if missing:
@@ -464,8 +467,9 @@ class PsqBuilder:
             raise ClirplugError("--psq orphans needs the decoder's n-best: a --model with a grammar and an LM")
         self.settings, self.token, self.grammar, self.translate = settings, token, grammar, translate
         self._rules_by_word = _index_rules(grammar) if grammar is not None and settings.weights["grammar"] > 0 else {}
-        src_list, tgt_list = STOPWORD_FILES[settings.stopwords]
-        self.src_stopwords = load_stopwords(src_list) if src_list else frozenset()
+        tgt_list = STOPWORD_FILES[settings.stopwords]
+        self.src_lang = src_lang
+        self.src_stopwords = source_stopwords(src_lang) if tgt_list else frozenset()
         self.tgt_stopwords = load_stopwords(tgt_list) if tgt_list else frozenset()
         self.memo = {} if memo is None else memo
 

@@ -44,7 +44,8 @@ class Builders:
             needed = every if key == field else PsqSettings()
             self.loaded[key] = psq_builder(self.source(field), needed, self.topics)
         builder, tokenize = self.loaded[key]
-        return PsqBuilder(settings, builder.token, builder.grammar, builder.translate, self.memo), tokenize
+        return (PsqBuilder(settings, builder.token, builder.grammar, builder.translate, self.memo, builder.src_lang),
+                tokenize)
 
 
 def run_settings(scorer, builders: Builders, field: str, settings: PsqSettings, topics=None, hits: int = 1000):

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings, option
 
 
@@ -29,6 +30,8 @@ class BoostConfig(Settings):
     min_triples: int = option(2, "candidate features must occur in this many triples of a bag", low=1)
     seed: int = option(0, "seed of triple and bootstrap sampling")
     hash_seed: int = option(0, "seed of the n-gram pair hash")
+    src_lang: str = option("de", "query language, for its tokenization (clirplug.mt.preprocess)",
+                           choices=sorted(LANGUAGES), metavar="LANG")
 
 
 # beta values tried on held-out train topics: learned weights reach several units (the

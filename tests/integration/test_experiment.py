@@ -65,6 +65,7 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "runs: {b: {method: boost, bits: 40}}\n", [], "runs.b.bits: must be at most 32, got 40"),
     (BASE + "measures: [MAP, Magic@3]\n", [], "measures:"),
     (BASE, ["collection.path=/nonexistent"], "collection.path: /nonexistent/corpus.jsonl: no such file"),
+    (BASE, ["collection.lang=xx"], "exp.yaml: collection.lang: unknown language 'xx' (choose one of ar, bn"),
     (BASE, ["splits=[dev, nosuchsplit]"], "splits: "),
     (BASE, ["hits"], "--set 'hits': expected KEY=VALUE"),
     (BASE, ["collection.name=../../x"], "collection.name: '../../x' becomes a folder name under root"),

@@ -10,6 +10,7 @@ from clirplug import bm25
 from clirplug.errors import ClirplugError
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import build_index, index_statistics
+from clirplug.lucene.languages import ANALYZERS, LANGUAGES
 from clirplug.lucene.reader import LENGTH_TABLE, LuceneIndex
 
 from lucene_tiny import TINY_DOCS, write_jsonl
@@ -144,6 +145,29 @@ def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, exp
     assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
 
 
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_every_language_gets_anserinis_analyzer(language):
+    from clirplug.lucene.search import analyzer_for
+
+    assert analyzer_for(language).getClass().getName() == ANALYZERS[language]
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("zh", "防火墙配置", ("防火", "火墙", "墙配", "配置")),  # CJKAnalyzer: overlapping bigrams
+    ("ja", "ファイルを削除する", ("ファイル", "削除")),  # Kuromoji: particles and する dropped
+    ("fa", "كتاب\u200cهای مفید", ("كتاب", "مفيد")),  # PersianAnalyzer: ZWNJ splits, ها and stopwords gone, Arabic yeh
+    ("sw", "Faili Imefutwa", ("Faili", "Imefutwa")),  # WhitespaceAnalyzer: no lowercasing
+])
+def test_documents_and_queries_are_analyzed_alike(tmp_path, language, text, expected):
+    from clirplug.lucene.search import Bm25Searcher
+
+    corpus = write_jsonl(tmp_path / "docs.jsonl", [{"id": "d.1", "contents": text}, {"id": "d.2", "contents": "x"}])
+    assert build_index(corpus, tmp_path / "index", language=language, progress=False)["language"] == language
+    index = LuceneIndex(tmp_path / "index", progress=False)
+    assert sorted(index.doc_vector("d.1")) == sorted(expected) == sorted(set(index.analyze(text)))
+    assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
+
+
 def pyserini_index(corpus, index, language):
     """Index ``corpus`` (a folder) as ``python -m pyserini.index.lucene`` does: Anserini's IndexCollection.main with
     Pyserini's arguments, so no clirplug.json."""
@@ -203,7 +227,7 @@ def test_damaged_index_metadata_is_one_line(tiny_index, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny_index, copy)
     (copy / "clirplug.json").write_text('{"language": "klingon"}', encoding="utf-8")
-    with pytest.raises(ClirplugError, match=r"copy/clirplug.json: 'language' must be one of en, de, fr, es"):
+    with pytest.raises(ClirplugError, match=r"copy/clirplug.json: 'language' must be one of ar, bn, da, de, en, es, fa"):
         Bm25Searcher(copy)
     (copy / "clirplug.json").write_text('{"language": ', encoding="utf-8")
     with pytest.raises(ClirplugError, match=r"copy/clirplug.json: cannot read the index's metadata"):

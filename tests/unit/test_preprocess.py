@@ -22,7 +22,7 @@ TOKEN_CASES = [
 
 @pytest.mark.parametrize("text, tokens", TOKEN_CASES)
 def test_tokenize(text, tokens):
-    assert tokenize(text) == tokens
+    assert tokenize(text, "de") == tokens
 
 
 def test_nfc_normalization_and_lowercase():

@@ -18,7 +18,8 @@ TIERS = ("unit", "cli", "jvm")
 LUCENE = ("jnius", "clirplug.lucene", "lucene_tiny")  # the JVM, clirplug's Lucene package, the tiny-index helper
 COMMANDS = ("clirplug.cli", "clirplug.__main__", "conftest.run_cli")
 # imports of clirplug.lucene that start no JVM: module -> why
-NO_JVM = {"unit/test_mira.py": "LuceneIndex.idf, the formula of an index's idf, on a fake index"}
+NO_JVM = {"unit/test_mira.py": "LuceneIndex.idf, the formula of an index's idf, on a fake index",
+          "unit/test_languages.py": "clirplug.lucene.languages, the table of analyzer class names"}
 
 
 def module_tiers(path: Path) -> list[str]:
