@@ -95,7 +95,7 @@ def test_source_stopwords():
 
 
 def test_boosting_tokenizes_queries_in_their_language():
-    from clirplug.rerank.boosting import query_ngrams
+    from clirplug.boost import query_ngrams
     from clirplug.train.boost import BoostSettings
 
     assert query_ngrams("用蘑菇种植叶子", 2, "zh") == ["用", "蘑菇", "种植", "叶子", "用 蘑菇", "蘑菇 种植", "种植 叶子"]
