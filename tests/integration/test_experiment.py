@@ -95,11 +95,6 @@ def test_overrides_are_typed_and_relative_to_the_current_directory(tmp_path, mon
     assert load_config(DEMO).collection.path.resolve() == (REPO / "clirplug" / "data" / "demo").resolve()
 
 
-def test_parallel_map_keeps_the_order():
-    tasks = [-5, 3, -1, 4, -2]
-    assert stage_module.parallel_map(abs, tasks, jobs=2) == stage_module.parallel_map(abs, tasks, jobs=1) == [5, 3, 1, 4, 2]
-
-
 # ----------------------------------------------------------------------------- the demo end to end
 
 def test_demo_writes_runs_report_and_records(demo):
