@@ -82,8 +82,12 @@ class Executor:
 
     def map(self, function, tasks) -> list:
         """``[function(task) for task in tasks]``, computed by the workers, in the order of ``tasks``."""
+        return list(self.imap(function, tasks))
+
+    def imap(self, function, tasks):
+        """The results of :meth:`map` one by one, as soon as each and those before it are done."""
         futures = [self.submit(function, task) for task in tasks]
-        return [future.result() for future in futures]
+        return (future.result() for future in futures)
 
     def close(self) -> None:
         """Stop the workers this executor started."""
@@ -130,13 +134,13 @@ class LocalExecutor(Executor):
             self._start(self.jobs)
         return _relayed(self._pool.submit(function, *args))
 
-    def map(self, function, tasks) -> list:
+    def imap(self, function, tasks):
         tasks = list(tasks)
         if self._pool is None and self.jobs > 1 and len(tasks) > 1:
             self._start(min(self.jobs, len(tasks)))
         if self._pool is None:
-            return [self._here(function, (task,)).result() for task in tasks]
-        return super().map(function, tasks)
+            return (self._here(function, (task,)).result() for task in tasks)
+        return super().imap(function, tasks)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -168,10 +172,22 @@ class RayExecutor(Executor):
         options = {"max_retries": RAY_RETRIES, **({"max_calls": 1} if self._fresh else {})}
         self._task = ray.remote(**options)(_ray_task)
 
-    def submit(self, function, *args) -> Future:
+    def _remote(self, function, arguments):
         # the state's reference travels inside a list so that Ray hands the task the reference, not the value
-        reference = self._task.remote([self._state], function, args)
-        return _relayed(reference.future())
+        return self._task.remote([self._state], function, arguments)
+
+    def submit(self, function, *args) -> Future:
+        return _relayed(self._remote(function, args).future())
+
+    def imap(self, function, tasks):
+        # ray.get, not a future's result: a task waiting in ray.get lends its CPU to the tasks it
+        # waits for, so that tasks submitting tasks (a stage translating its topics) cannot deadlock
+        references = [self._remote(function, (task,)) for task in tasks]
+        for reference in references:
+            try:
+                yield self._ray.get(reference)
+            except Exception as error:  # noqa: BLE001 - re-raised as the caller should see it
+                raise _user_error(error) from None
 
     def close(self) -> None:
         if self._started:

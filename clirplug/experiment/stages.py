@@ -461,16 +461,23 @@ def translate_stage(stage: Stage, ctx: Context) -> dict:
 
     s = stage.settings
     topics = read_topics(s["topics"])
-    chunks = max(1, min(ctx.jobs, len(topics)))
-    tasks = [(s["model"], s["kind"], s["lang"], s["field"], topics[i::chunks], s["weights"]) for i in range(chunks)]
-    with make_executor(ctx.workers) as executor:
+    translated, peak = translate_topics(topics, s["model"], s["kind"], s["lang"], s["field"], s["weights"], ctx.workers)
+    with atomic_open(stage.outputs[0]) as out:
+        for topic, (text, seconds) in zip(topics, translated):
+            out.write(json.dumps({"id": topic.id, "query": text, "seconds": round(seconds, 6)}, ensure_ascii=False) + "\n")
+    return {"topics": len(topics), "worker_peak_rss_mb": peak}
+
+
+def translate_topics(topics, model, kind: str, lang: str, field_name: str, weights, workers: ExecutorSettings):
+    """``([(1-best, seconds) of each topic, in topic order], the workers' peak memory in MB)``: the topics
+    dealt round-robin into ``workers.jobs`` chunks, one chunk a task (each loads the model restricted to
+    its topics' words); the translations do not depend on the executor nor on the number of chunks."""
+    chunks = max(1, min(workers.jobs, len(topics)))
+    tasks = [(model, kind, lang, field_name, topics[i::chunks], weights) for i in range(chunks)]
+    with make_executor(workers) as executor:
         results = executor.map(_translate_chunk, tasks)
     by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
-    with atomic_open(stage.outputs[0]) as out:
-        for topic in topics:
-            text, seconds = by_id[topic.id]
-            out.write(json.dumps({"id": topic.id, "query": text, "seconds": round(seconds, 6)}, ensure_ascii=False) + "\n")
-    return {"topics": len(topics), "worker_peak_rss_mb": max(peak for _, peak in results)}
+    return [by_id[topic.id] for topic in topics], max(peak for _, peak in results)
 
 
 @stage_kind("dt")

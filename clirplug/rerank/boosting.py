@@ -544,8 +544,8 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
     # each bag in a fresh worker process: its memory is returned when the bag is done
     with make_executor(jobs, initializer=_init_worker, initargs=(query_hashes, collection, config, (q, pos, neg, d0)),
                        fresh_workers=True) as executor:
-        futures = [executor.submit(_train_bag, bag) for bag in range(config.bags)]
-        results = [future.result() for future in tqdm(futures, desc="bags", unit="bag", disable=not progress)]
+        results = list(tqdm(executor.imap(_train_bag, range(config.bags)), total=config.bags, desc="bags", unit="bag",
+                            disable=not progress))
     features, weights, first = average_bags(results, config.bags)
     found = training_pairs(query_grams, query_hashes, collection, np.concatenate([q, q]), np.concatenate([pos, neg]),
                            features, config.bits, config.hash_seed)

@@ -14,8 +14,8 @@ import pytest
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, WorkerLost, make_executor
 from clirplug.rerank import boosting, bowfd_train
-from clirplug.rerank.bowfd_train import FeatureSpace, HeldOut
 from clirplug.rerank.bowfd import BowfdWeights
+from clirplug.rerank.bowfd_train import FeatureSpace, HeldOut
 from clirplug.rerank.config import BoostConfig, LtrSettings
 
 pytestmark = pytest.mark.unit
@@ -51,6 +51,12 @@ def _die_once(task):
         Path(marker).write_text("killed once\n", encoding="utf-8")
         os.kill(os.getpid(), signal.SIGKILL)
     return _noisy(value)
+
+
+def _nested(task):
+    """A task that maps tasks of its own (as a stage run on Ray translates its topics on Ray)."""
+    with make_executor(RAY) as executor:
+        return executor.map(_noisy, [task, (task[0] + 100, task[1])])
 
 
 def _refuse(task):
@@ -107,6 +113,13 @@ def test_ray_initializer_state_goes_once_to_each_worker(ray_cluster):
     assert [value for value, _, _ in first + second] == [k * k for k in range(12)] * 2
     assert {loads for _, loads, _ in first + second} == {1}  # not once per task
     assert os.getpid() not in {pid for _, _, pid in first}
+
+
+def test_ray_tasks_waiting_for_their_own_tasks_do_not_hold_the_cpus(ray_cluster):
+    """Two tasks on the 2 CPUs each wait for two more: they lend their CPUs while they wait."""
+    with make_executor(RAY) as executor:
+        results = executor.map(_nested, TASKS[:2])
+    assert results == [[_noisy(task), _noisy((task[0] + 100, task[1]))] for task in TASKS[:2]]
 
 
 def test_ray_task_error_is_the_tasks_own_one_line_error(ray_cluster):
