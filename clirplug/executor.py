@@ -14,6 +14,7 @@ worker process reads it from there once. Results never depend on the executor no
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -64,6 +65,16 @@ def make_executor(workers: int | ExecutorSettings, initializer=None, initargs: t
     settings = workers if isinstance(workers, ExecutorSettings) else ExecutorSettings(jobs=workers)
     kind = RayExecutor if settings.executor == "ray" else LocalExecutor
     return kind(settings, initializer, initargs, fresh_workers)
+
+
+@contextlib.contextmanager
+def connected(workers: ExecutorSettings):
+    """Keep the executor's cluster up while the steps inside run (Ray started once, not once per step)."""
+    if workers.executor != "ray":
+        yield
+        return
+    with RayExecutor(workers, None, (), False):
+        yield
 
 
 class Executor:
@@ -223,7 +234,8 @@ def _user_error(error: BaseException) -> BaseException:
 
         if isinstance(error, exceptions.RayTaskError):
             return error.cause if isinstance(error.cause, BaseException) else error
-        if isinstance(error, (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError)):
+        if isinstance(error, (exceptions.WorkerCrashedError, exceptions.OutOfMemoryError, exceptions.NodeDiedError,
+                              exceptions.ObjectLostError)):
             return lost
     return error
 

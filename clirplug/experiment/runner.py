@@ -22,7 +22,7 @@ from pathlib import Path
 
 from clirplug.atomic import remove_temporaries
 from clirplug.errors import ClirplugError
-from clirplug.executor import ExecutorSettings, WorkerLost, make_executor
+from clirplug.executor import ExecutorSettings, WorkerLost, connected, make_executor
 from clirplug.experiment.records import is_current, record_path, stage_key
 from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
 from clirplug.stage_record import output_states, write_record
@@ -146,16 +146,17 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
     jobs : int, optional
         Processes for query-parallel stages, and stages run at once when they do not depend on
         each other (default: the config's ``jobs``).
-    executor, ray_address : str, optional
-        Where the stages and their parallel work run: ``local`` processes or ``ray`` tasks on the
-        Ray cluster at ``ray_address`` (:mod:`clirplug.executor`; default: the config's keys).
     dry_run : bool
         Only say which stages would run.
     force : bool
         Run every stage even when up to date.
+    executor, ray_address : str, optional
+        Where the stages and their parallel work run: ``local`` processes or ``ray`` tasks on the
+        Ray cluster at ``ray_address`` (:mod:`clirplug.executor`; default: the config's keys).
 
     Unless ``dry_run``, the stages run holding the root's lock (:func:`root_lock`), after removing
-    the temporary files a killed run left in the experiment's folders.
+    the temporary files a killed run left in the experiment's folders; with the ray executor, on
+    one Ray instance for the whole run (started here, or the cluster's).
     """
     log = log or sys.stderr
     jobs = jobs or config.jobs
@@ -172,7 +173,8 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
         if removed:
             print(f"removed {removed} temporary files left by an interrupted run", file=log)
         try:
-            return _run_stages(config, workers, dry_run, force, progress, log)
+            with connected(workers):
+                return _run_stages(config, workers, dry_run, force, progress, log)
         except KeyboardInterrupt as interrupt:
             interrupt.add_note("finished stages are kept; the same command resumes with the others")
             raise

@@ -70,6 +70,8 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE, ["collection.name=../../x"], "collection.name: '../../x' becomes a folder name under root"),
     (BASE, ["name=.."], "exp.yaml: name: '..' becomes a folder name"),
     (BASE, ["folds=1"], "folds: expected 0 (no cross-fitting) or at least 2"),
+    (BASE, ["executor=spark"], "exp.yaml: executor: expected one of local, ray, got 'spark'"),
+    (BASE, ["ray_address=head:6379"], "exp.yaml: ray_address: needs executor: ray"),
     (BASE + "runs: {a: {method: fusion, runs: [b, floor]}, b: {method: fusion, runs: [a, floor]}}\n", [],
      "runs.a: the runs refer to each other in a cycle: a -> b -> a"),
     (BASE + "runs: {dt: {}, bowfd: {candidates: bowfd2}, bowfd2: {method: bowfd, candidates: bowfd}}\n", [],
