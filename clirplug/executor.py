@@ -173,6 +173,8 @@ class RayExecutor(Executor):
         self._ray, self._started = ray, False
         if not ray.is_initialized():
             local = self.settings.ray_address is None
+            if not local:
+                _check_reachable(self.settings.ray_address)
             try:
                 ray.init(address=self.settings.ray_address, num_cpus=self.jobs if local else None,
                          include_dashboard=False, log_to_driver=False)
@@ -204,6 +206,19 @@ class RayExecutor(Executor):
         if self._started:
             self._ray.shutdown()
             self._started = False
+
+
+def _check_reachable(address: str, seconds: float = 10.0) -> None:
+    """Refuse a ``HOST:PORT`` nothing answers on (``ray.init`` would wait minutes before failing)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as error:
+        raise ClirplugError(f"Ray at {address}: cannot connect ({error}); is `ray start --head` running there?") from None
 
 
 _RAY_WORKER_STATE: list = [None]  # the object id of the state this Ray worker process was initialized with

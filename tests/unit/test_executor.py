@@ -76,6 +76,13 @@ def test_bad_settings_are_one_line_errors(values, message):
         ExecutorSettings(**values)
 
 
+def test_a_ray_address_nothing_answers_on_is_one_line_at_once():
+    from clirplug.executor import _check_reachable
+
+    with pytest.raises(ClirplugError, match=r"Ray at 127\.0\.0\.1:1: cannot connect .*ray start --head"):
+        _check_reachable("127.0.0.1:1", seconds=2)
+
+
 def test_local_map_keeps_the_order_with_any_number_of_processes():
     expected = [_noisy(task) for task in TASKS]
     for jobs in (1, 2):
