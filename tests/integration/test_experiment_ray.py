@@ -22,11 +22,22 @@ def _digests(folder: Path, pattern: str) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob(pattern))}
 
 
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def _busy_ray_workers() -> list[int]:
+    """The Ray workers of this process's Ray instance (its descendants) running a task."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(BUSY):
+            if not entry.name.isdigit() or not (entry / "cmdline").read_bytes().startswith(BUSY):
+                continue
+            pid = int(entry.name)
+            while pid > 1 and pid != os.getpid():
+                pid = _parent(pid)
+            if pid == os.getpid():
                 found.append(int(entry.name))
         except OSError:  # the process ended meanwhile
             continue
