@@ -117,21 +117,24 @@ class Searcher:
         return [Hit(*row) for row in zip(frame["docid"], frame["score"].tolist(), frame["translation"])]
 
     def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int = 1000, threads: int = 1,
-                     progress: bool = False):
+                     progress: bool = False, executor: str = "local", ray_address: str | None = None):
         """The ``k`` best documents of each query as a DataFrame ``qid, docid, rank, score, translation``.
 
-        ``threads`` > 1 spreads the queries over that many processes (each loads the searcher
-        again, and the JVM); the result does not depend on it.
+        ``threads`` > 1 spreads the queries over that many workers (each loads the searcher
+        again, and the JVM): local processes, or Ray tasks with ``executor="ray"`` (on the
+        cluster at ``ray_address``; :mod:`clirplug.executor`); the result does not depend on them.
         """
         import pandas as pd
 
-        from clirplug.parallel import parallel_map
+        from clirplug.executor import ExecutorSettings, make_executor
 
         topics = _topics(queries, qids)
         k, threads = _at_least_one(k, "k"), _at_least_one(threads, "threads")
-        if threads > 1 and len(topics) > 1:
+        workers = ExecutorSettings(executor, threads, ray_address)
+        if (threads > 1 or executor == "ray") and len(topics) > 1:
             shares = [(self, topics[i::threads], k) for i in range(min(threads, len(topics)))]
-            return _ranked(pd.concat(parallel_map(_run_part, shares, threads), ignore_index=True), k)
+            with make_executor(workers) as pool:
+                return _ranked(pd.concat(pool.map(_run_part, shares), ignore_index=True), k)
         return _ranked(self.run(topics, k, progress), k)
 
     def transformer(self, k: int = 1000, threads: int = 1):

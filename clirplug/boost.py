@@ -30,6 +30,7 @@ from dataclasses import asdict
 import numpy as np
 
 from clirplug.errors import ClirplugError
+from clirplug.executor import make_executor
 from clirplug.rerank.config import BoostConfig
 
 # ============================================================================ hashing
@@ -397,8 +398,9 @@ class RankBoost:
 _WORKER = {}
 
 
-def _init_worker(query_hashes, collection, config):
-    _WORKER.update(query_hashes=query_hashes, collection=collection, config=config)
+def _init_worker(query_hashes, collection, config, triples):
+    """Executor initializer: what every bag reads (the query hashes, the collection, the sampled triples)."""
+    _WORKER.update(query_hashes=query_hashes, collection=collection, config=config, triples=triples)
 
 
 def _peak_rss_mb():
@@ -407,9 +409,9 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _train_bag(task):
+def _train_bag(bag):
     """Train one bag in a worker: bootstrap sample -> incidence -> RankBoost (Algorithm 1)."""
-    bag, q, pos, neg, d0 = task
+    q, pos, neg, d0 = _WORKER["triples"]
     config = _WORKER["config"]
     start = time.perf_counter()
     rng = np.random.default_rng([config.seed, 1, bag])
@@ -510,8 +512,9 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
     collection : Collection
         The target documents (built with ``config.order`` and ``config.doc_tokens``).
     config : BoostConfig
-    jobs : int
-        Worker processes training bags in parallel.
+    jobs : int or clirplug.executor.ExecutorSettings
+        Workers training bags in parallel (an int: local processes); each gets the query hashes
+        and the collection once.
     holdout : collection of str
         Query ids left out of the triples (kept for tuning beta).
 
@@ -520,8 +523,6 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
     BoostModel
         With beta = 0; see ``tune_beta``.
     """
-    import multiprocessing
-
     from tqdm import tqdm
 
     from clirplug.io.topics import topic_field
@@ -540,16 +541,11 @@ def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=())
     rng = np.random.default_rng([config.seed, 0])
     q, pos, neg, d0 = sample_triples(judgements, [t.id for t in queries], collection.docids,
                                      config.triples_per_query * len(queries), rng)
-    tasks = [(bag, q, pos, neg, d0) for bag in range(config.bags)]
-    initargs = (query_hashes, collection, config)
-    if jobs <= 1:
-        _init_worker(*initargs)
-        results = [_train_bag(task) for task in tqdm(tasks, desc="bags", unit="bag", disable=not progress)]
-    else:
-        context = multiprocessing.get_context("spawn")  # never fork a process whose JVM has started
-        with context.Pool(jobs, initializer=_init_worker, initargs=initargs, maxtasksperchild=1) as pool:
-            results = list(tqdm(pool.imap(_train_bag, tasks), total=len(tasks), desc="bags", unit="bag",
-                                disable=not progress))
+    # each bag in a fresh worker process: its memory is returned when the bag is done
+    with make_executor(jobs, initializer=_init_worker, initargs=(query_hashes, collection, config, (q, pos, neg, d0)),
+                       fresh_workers=True) as executor:
+        results = list(tqdm(executor.imap(_train_bag, range(config.bags)), total=config.bags, desc="bags", unit="bag",
+                            disable=not progress))
     features, weights, first = average_bags(results, config.bags)
     found = training_pairs(query_grams, query_hashes, collection, np.concatenate([q, q]), np.concatenate([pos, neg]),
                            features, config.bits, config.hash_seed)

@@ -40,6 +40,23 @@ def cdec_clef06() -> Path:
     return _shared_folder("conformance", "cdec-clef06-en-fr")
 
 
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A Ray instance on this machine with 2 CPUs and a small object store, stopped after the module.
+
+    Its workers import the tests' own modules (and this checkout's clirplug) through ``PYTHONPATH``.
+    """
+    import os
+
+    import ray
+
+    paths = [str(REPO), str(REPO / "tests" / "unit"), str(REPO / "tests" / "integration"), os.environ.get("PYTHONPATH", "")]
+    ray.init(num_cpus=2, object_store_memory=200 * 1024 * 1024, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}})
+    yield ray
+    ray.shutdown()
+
+
 # ----------------------------------------------------------------------------- tiers
 
 TIERS = ("unit", "cli", "jvm")  # fastest first, the order the suite runs them in

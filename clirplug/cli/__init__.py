@@ -122,6 +122,30 @@ def add_threads(container, help: str):
     return container.add_argument("--threads", type=int, default=None, metavar="N", help=help)
 
 
+def add_executor(container, default: str | None = "local"):
+    """``--executor local|ray`` and ``--ray-address ADDR``: where a command's parallel workers run
+    (:mod:`clirplug.executor`); a ``default`` of None leaves the choice to the command (a config's key)."""
+    from clirplug.executor import EXECUTORS
+
+    shown = f" (default: {default})" if default else " (default: the config's executor, else local)"
+    container.add_argument("--executor", choices=EXECUTORS, default=default,
+                           help="local: worker processes on this machine; ray: Ray tasks" + shown)
+    container.add_argument("--ray-address", metavar="HOST:PORT", default=None,
+                           help="the Ray cluster to run on (ray start --head prints it; default: Ray started on "
+                                "this machine); the index and models must be at the same paths on every node")
+
+
+def executor_settings(args, jobs: int):
+    """The :class:`clirplug.executor.ExecutorSettings` of :func:`add_executor`'s options and ``jobs`` workers."""
+    from clirplug.executor import ExecutorSettings
+
+    if jobs < 1:
+        raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
+    if args.ray_address and args.executor != "ray":
+        raise ClirplugError("--ray-address needs --executor ray")
+    return ExecutorSettings(args.executor, jobs, args.ray_address)
+
+
 def check_threads(threads):
     """Refuse a ``--threads`` below 1 (None, the default, passes)."""
     if threads is not None and threads < 1:

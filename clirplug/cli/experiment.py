@@ -10,6 +10,8 @@ def add_arguments(parser):
 
 def add_run_options(parser, root: str | None):
     """The options of an experiment run (also ``clirplug demo``'s); ``root`` is ``--root``'s default."""
+    from clirplug.cli import add_executor
+
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set collection.path=DIR --set collection.lang=fr "
                              "(repeatable; the value is read as YAML)")
@@ -18,7 +20,8 @@ def add_run_options(parser, root: str | None):
                                  help=f"folder for runs/, indexes/ and models/ (= --set root=DIR; {shown})")
     parser.add_argument("--dry-run", action="store_true", help="list the stages and whether each would run")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="processes for query-parallel stages (default: the config's jobs, else 1)")
+                        help="workers for query-parallel stages (default: the config's jobs, else 1)")
+    add_executor(parser, default=None)
     parser.add_argument("--force", action="store_true", help="rerun every stage even when up to date")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return action
@@ -34,7 +37,8 @@ def run_config(path, args) -> int:
     overrides = list(args.overrides) + ([f"root={args.root}"] if args.root else [])
     config = load_config(path, overrides)
     outcomes = run_experiment(config, jobs=args.jobs, dry_run=args.dry_run, force=args.force,
-                              progress=not args.quiet, log=sys.stdout if args.dry_run else sys.stderr)
+                              progress=not args.quiet, log=sys.stdout if args.dry_run else sys.stderr,
+                              executor=args.executor, ray_address=args.ray_address)
     ran = sum(o.status == "ran" for o in outcomes)
     would = sum(o.status == "would run" for o in outcomes)
     if args.dry_run:

@@ -4,6 +4,7 @@ HELP = "bagged RankBoost over hashed (German n-gram, English n-gram) pairs, from
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_executor
     from clirplug.cli.options import add_settings
     from clirplug.train.boost import BoostSettings
 
@@ -13,14 +14,16 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, metavar="FILE", help="model file to write (.npz)")
     add_settings(parser, BoostSettings)
     parser.add_argument("--jobs", type=int, default=2, help="bags trained in parallel (default: 2)")
+    add_executor(parser)
     parser.add_argument("--show", type=int, default=20, help="print the first N features of the table (default: 20)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args):
+    from clirplug.cli import executor_settings
     from clirplug.cli.options import settings_from_args
     from clirplug.train.boost import BoostSettings, train_boost
 
     train_boost(args.topics, args.qrels, args.corpus, args.output, settings_from_args(BoostSettings, args),
-                jobs=args.jobs, progress=not args.quiet, show=args.show)
+                jobs=executor_settings(args, args.jobs), progress=not args.quiet, show=args.show)
     return 0

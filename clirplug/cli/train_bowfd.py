@@ -4,6 +4,7 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_executor
     from clirplug.cli.options import add_settings
     from clirplug.train.bowfd import BowfdSettings
 
@@ -21,14 +22,16 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, metavar="FILE", help="weights file to write (readable text)")
     add_settings(parser, BowfdSettings)
     parser.add_argument("--jobs", type=int, default=2,
-                        help="worker processes training the shards; the weights do not depend on it (default: 2)")
+                        help="workers training the shards; the weights do not depend on it (default: 2)")
+    add_executor(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args):
+    from clirplug.cli import executor_settings
     from clirplug.cli.options import settings_from_args
     from clirplug.train.bowfd import BowfdSettings, train_bowfd
 
     train_bowfd(args.model, args.kind, args.index, args.topics, args.qrels, args.candidates, args.field, args.output,
-                settings_from_args(BowfdSettings, args), jobs=args.jobs, progress=not args.quiet)
+                settings_from_args(BowfdSettings, args), jobs=executor_settings(args, args.jobs), progress=not args.quiet)
     return 0

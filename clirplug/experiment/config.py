@@ -23,6 +23,7 @@ from typing import Any
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
+from clirplug.executor import EXECUTORS
 from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings
 
@@ -43,6 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "bm25": {"k1": ANSERINI_K1, "b": ANSERINI_B},
     "baseline": "dt",
     "jobs": 1,
+    "executor": "local",
+    "ray_address": None,
     "models": {},
     "translations": {},
     "runs": {},
@@ -111,6 +114,8 @@ class ExperimentConfig:
     runs: tuple[RunSpec, ...]
     source: str = "config"
     folds: int = 0  # cross-fitting folds of the tune split (0: tune on the final model's translations)
+    executor: str = "local"  # where parallel work runs (clirplug.executor): local processes or ray
+    ray_address: str | None = None  # the Ray cluster of executor: ray (none: Ray started on this machine)
 
     @property
     def run_dir(self) -> Path:
@@ -346,6 +351,14 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     jobs = _check_type(source, "jobs", values["jobs"], int)
     if hits < 1 or jobs < 1:
         raise _error(source, "hits" if hits < 1 else "jobs", "must be at least 1")
+    executor = _check_type(source, "executor", values["executor"], str)
+    if executor not in EXECUTORS:
+        raise _error(source, "executor", f"expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    ray_address = values["ray_address"]
+    if ray_address is not None:
+        ray_address = _check_type(source, "ray_address", ray_address, str)
+        if executor != "ray":
+            raise _error(source, "ray_address", "needs executor: ray")
     bm25 = values["bm25"]
     if not isinstance(bm25, dict) or set(bm25) - {"k1", "b"}:
         raise _error(source, "bm25", f"expected a mapping with k1 and b, got {bm25!r}")
@@ -389,4 +402,4 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     if runs and baseline not in names | {"floor"}:
         raise _error(source, "baseline", f"{baseline!r} is not a run of runs: (nor floor)")
     return ExperimentConfig(exp_name, root, collection, splits, tune_split, fields, measures, hits, bm25,
-                            baseline, jobs, models, trans, tuple(runs), source, folds)
+                            baseline, jobs, models, trans, tuple(runs), source, folds, executor, ray_address)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from clirplug.atomic import remove_temporaries
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings, WorkerLost, connected, make_executor
 from clirplug.experiment.records import is_current, record_path, stage_key
 from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
 from clirplug.stage_record import output_states, write_record
@@ -119,12 +120,12 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     return seconds
 
 
-def _start_worker(config, jobs: int, progress: bool, plan_stages: dict) -> None:
+def _start_worker(config, workers: ExecutorSettings, progress: bool, plan_stages: dict) -> None:
     """Give a stage worker process its own context (loaded models and searchers stay per process)."""
     global _WORKER_CONTEXT
     import clirplug.experiment.report  # noqa: F401 - registers the report's stage kind in this process
 
-    _WORKER_CONTEXT = Context(config, jobs, progress, plan_stages)
+    _WORKER_CONTEXT = Context(config, workers, progress, plan_stages)
 
 
 _WORKER_CONTEXT: Context | None = None
@@ -135,7 +136,8 @@ def _execute_in_worker(stage: Stage, key: str, described: dict) -> float:
 
 
 def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force: bool = False,
-                   progress: bool = True, log=None) -> list[Outcome]:
+                   progress: bool = True, log=None, executor: str | None = None,
+                   ray_address: str | None = None) -> list[Outcome]:
     """Run (or with ``dry_run`` list) every stage of ``config`` and write the report.
 
     Parameters
@@ -148,34 +150,41 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
         Only say which stages would run.
     force : bool
         Run every stage even when up to date.
+    executor, ray_address : str, optional
+        Where the stages and their parallel work run: ``local`` processes or ``ray`` tasks on the
+        Ray cluster at ``ray_address`` (:mod:`clirplug.executor`; default: the config's keys).
 
     Unless ``dry_run``, the stages run holding the root's lock (:func:`root_lock`), after removing
-    the temporary files a killed run left in the experiment's folders.
+    the temporary files a killed run left in the experiment's folders; with the ray executor, on
+    one Ray instance for the whole run (started here, or the cluster's).
     """
     log = log or sys.stderr
+    jobs = jobs or config.jobs
+    if jobs < 1:
+        raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
+    executor = executor or config.executor
+    workers = ExecutorSettings(executor, jobs, ray_address or (config.ray_address if executor == "ray" else None))
     if config.root.exists() and not config.root.is_dir():
         raise ClirplugError(f"root: {config.root} is a file, not a folder")
     if dry_run:
-        return _run_stages(config, jobs, dry_run, force, progress, log)
+        return _run_stages(config, workers, dry_run, force, progress, log)
     with root_lock(config.root):
         removed = sum(remove_temporaries(folder) for folder in (config.run_dir, config.model_dir, config.root / "indexes"))
         if removed:
             print(f"removed {removed} temporary files left by an interrupted run", file=log)
         try:
-            return _run_stages(config, jobs, dry_run, force, progress, log)
+            with connected(workers):
+                return _run_stages(config, workers, dry_run, force, progress, log)
         except KeyboardInterrupt as interrupt:
             interrupt.add_note("finished stages are kept; the same command resumes with the others")
             raise
 
 
-def _run_stages(config, jobs, dry_run, force, progress, log) -> list[Outcome]:
+def _run_stages(config, workers, dry_run, force, progress, log) -> list[Outcome]:
     """The body of :func:`run_experiment`."""
     from clirplug.experiment.config import prepare_collection
     from clirplug.experiment.report import add_report_stage
 
-    jobs = jobs or config.jobs
-    if jobs < 1:
-        raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
     prepare_collection(config, progress)
     plan = build_plan(config)
     add_report_stage(plan)
@@ -194,8 +203,8 @@ def _run_stages(config, jobs, dry_run, force, progress, log) -> list[Outcome]:
         else:
             todo.append((stage, key, described))
     if todo:
-        run = _run_in_workers if jobs > 1 and len(todo) > 1 else _run_here
-        for stage, key, seconds in run(config, jobs, progress, plan.stages, todo, numbers, log):
+        run = _run_in_workers if workers.jobs > 1 and len(todo) > 1 else _run_here
+        for stage, key, seconds in run(config, workers, progress, plan.stages, todo, numbers, log):
             outcomes[stage.name] = Outcome(stage, key, "ran", seconds)
     return [outcomes[stage.name] for stage in stages]
 
@@ -204,9 +213,9 @@ def _announce(log, numbers, total, stage, what) -> None:
     print(f"[{numbers[stage.name]}/{total}] {stage.name}: {what}", file=log, flush=True)
 
 
-def _run_here(config, jobs, progress, plan_stages, todo, numbers, log):
+def _run_here(config, workers, progress, plan_stages, todo, numbers, log):
     """The stages one after another in this process."""
-    ctx = Context(config, jobs, progress, plan_stages)
+    ctx = Context(config, workers, progress, plan_stages)
     try:
         for stage, key, described in todo:
             _announce(log, numbers, len(plan_stages), stage, "running")
@@ -217,39 +226,37 @@ def _run_here(config, jobs, progress, plan_stages, todo, numbers, log):
         ctx.forget("")
 
 
-def _run_in_workers(config, jobs, progress, plan_stages, todo, numbers, log):
-    """Up to ``jobs`` stages at once, each in a spawned worker process (never forked: a worker may run a
-    JVM), a stage as soon as all it depends on is done, in plan order among the ready ones. After a
-    failure no stage starts; those running finish, then the first error is raised."""
-    import multiprocessing
+def _run_in_workers(config, workers, progress, plan_stages, todo, numbers, log):
+    """Up to ``jobs`` stages at once, each in a worker of the executor (a spawned process, never forked:
+    a worker may run a JVM; or a Ray task), a stage as soon as all it depends on is done, in plan order
+    among the ready ones. After a failure no stage starts; those running finish, then the first error is raised."""
     import signal
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    # a worker killed leaves a broken pipe to it: an error for the pool to report, not a signal ending this process
+    # a worker killed leaves a broken pipe to it: an error for the executor to report, not a signal ending this process
     previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
         waiting = list(todo)
         pending = {stage.name for stage, _, _ in todo}
         running = {}
         error = None
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                                 initargs=(config, jobs, progress, plan_stages)) as pool:
+        with make_executor(workers, initializer=_start_worker,
+                           initargs=(config, workers, progress, plan_stages)) as executor:
             while running or (waiting and error is None):
-                while error is None and len(running) < jobs:
+                while error is None and len(running) < workers.jobs:
                     ready = next((item for item in waiting if not pending.intersection(item[0].deps)), None)
                     if ready is None:
                         break
                     waiting.remove(ready)
                     stage, key, described = ready
                     _announce(log, numbers, len(plan_stages), stage, "running")
-                    running[pool.submit(_execute_in_worker, stage, key, described)] = ready
+                    running[executor.submit(_execute_in_worker, stage, key, described)] = ready
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     stage, key, _ = running.pop(future)
                     try:
                         seconds = future.result()
-                    except BrokenProcessPool:  # the worker died: killed by a signal or by the kernel (out of memory)
+                    except WorkerLost:  # killed by a signal or by the kernel (out of memory)
                         error = error or ClirplugError(
                             f"{stage.name}: its worker process died (killed, e.g. by the system when memory ran out; "
                             "try --jobs 1); finished stages are kept: rerun to resume")

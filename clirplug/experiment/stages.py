@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.io.runs import run_frame
-from clirplug.parallel import parallel_map
 
 
 @dataclass
@@ -150,10 +150,12 @@ def check_models(raw, where: str) -> dict:
 # ----------------------------------------------------------------------------- context
 
 class Context:
-    """What stage functions share during one invocation: the config, ``--jobs``, loaded objects."""
+    """What stage functions share during one invocation: the config, the executor's settings
+    (``--jobs``, ``--executor``), loaded objects."""
 
-    def __init__(self, config, jobs: int = 1, progress: bool = True, plan_stages: dict | None = None):
-        self.config, self.jobs, self.progress = config, jobs, progress
+    def __init__(self, config, workers: ExecutorSettings = ExecutorSettings(), progress: bool = True,
+                 plan_stages: dict | None = None):
+        self.config, self.workers, self.progress = config, workers, progress
         self.plan_stages: dict[str, Stage] = plan_stages or {}  # every stage of the plan, by name (the report reads them)
         self._objects: dict = {}
 
@@ -162,6 +164,10 @@ class Context:
         if key not in self._objects:
             self._objects[key] = make()
         return self._objects[key]
+
+    @property
+    def jobs(self) -> int:
+        return self.workers.jobs
 
     def forget(self, prefix: str) -> None:
         """Drop loaded objects whose key starts with ``prefix`` (after their files were rebuilt)."""
@@ -410,21 +416,29 @@ def join_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("translate")
 def translate_stage(stage: Stage, ctx: Context) -> dict:
-    """1-best query translations of one split and field, topics spread over ``--jobs`` processes."""
+    """1-best query translations of one split and field, topics spread over ``--jobs`` workers."""
     from clirplug.atomic import atomic_open
     from clirplug.io.topics import read_topics
 
     s = stage.settings
     topics = read_topics(s["topics"])
-    chunks = max(1, min(ctx.jobs, len(topics)))
-    tasks = [(s["model"], s["kind"], s["lang"], s["field"], topics[i::chunks], s["weights"]) for i in range(chunks)]
-    results = parallel_map(_translate_chunk, tasks, ctx.jobs)
-    by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
+    translated, peak = translate_topics(topics, s["model"], s["kind"], s["lang"], s["field"], s["weights"], ctx.workers)
     with atomic_open(stage.outputs[0]) as out:
-        for topic in topics:
-            text, seconds = by_id[topic.id]
+        for topic, (text, seconds) in zip(topics, translated):
             out.write(json.dumps({"id": topic.id, "query": text, "seconds": round(seconds, 6)}, ensure_ascii=False) + "\n")
-    return {"topics": len(topics), "worker_peak_rss_mb": max(peak for _, peak in results)}
+    return {"topics": len(topics), "worker_peak_rss_mb": peak}
+
+
+def translate_topics(topics, model, kind: str, lang: str, field_name: str, weights, workers: ExecutorSettings):
+    """``([(1-best, seconds) of each topic, in topic order], the workers' peak memory in MB)``: the topics
+    dealt round-robin into ``workers.jobs`` chunks, one chunk a task (each loads the model restricted to
+    its topics' words); the translations do not depend on the executor nor on the number of chunks."""
+    chunks = max(1, min(workers.jobs, len(topics)))
+    tasks = [(model, kind, lang, field_name, topics[i::chunks], weights) for i in range(chunks)]
+    with make_executor(workers) as executor:
+        results = executor.map(_translate_chunk, tasks)
+    by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
+    return [by_id[topic.id] for topic in topics], max(peak for _, peak in results)
 
 
 @stage_kind("dt")
@@ -522,7 +536,7 @@ def boost_train_stage(stage: Stage, ctx: Context) -> dict:
     s = stage.settings
     settings = BoostSettings.from_mapping(s["settings"], f"runs.{s['run']}")
     with _stdout_to_stderr():
-        train_boost(**s["arguments"], settings=settings, jobs=ctx.jobs, progress=False)
+        train_boost(**s["arguments"], settings=settings, jobs=ctx.workers, progress=False)
     ctx.forget(str(stage.outputs[0]))
     return {}
 
@@ -683,7 +697,7 @@ def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     s = stage.settings
     settings = BowfdSettings.from_mapping(s["settings"], f"runs.{s['run']}")
     with _stdout_to_stderr():
-        train_bowfd(**s["arguments"], settings=settings, jobs=ctx.jobs, progress=False)
+        train_bowfd(**s["arguments"], settings=settings, jobs=ctx.workers, progress=False)
     return {}
 
 

@@ -10,7 +10,7 @@ Adadelta (Zeiler 2012; ρ = 0.95, ε = 1e-6, applied every step, a zero gradient
 accumulators), over a fixed cyclic sequence of pairs (query by query, relevant document by
 relevant document; Bertsekas 2011), with iterative parameter mixing (McDonald et al. 2010):
 the queries are split into ``shards`` shards trained from the same weights (in up to ``jobs``
-parallel processes, which do not change the result), and the weights are averaged after each epoch. Regularization is early stopping: the weights of
+parallel workers, which do not change the result), and the weights are averaged after each epoch. Regularization is early stopping: the weights of
 the epoch with the best MAP on held-out train queries are kept (epoch 0, the starting weights,
 included). As in the paper, training starts from the SMT weights of the model and the grid-searched
 IR default ``v``, and the SMT weights stay frozen unless asked otherwise; the trained features
@@ -45,6 +45,7 @@ import numpy as np
 
 from clirplug.errors import ClirplugError
 from clirplug.eval.measures import average_precision
+from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.rerank.bowfd import (
     IR_PREFIX,
     SMT_PREFIX,
@@ -188,7 +189,7 @@ def train_epoch(queries: list[TrainQuery], theta: np.ndarray, optimizer: Adadelt
     return theta, loss, violated
 
 
-# ---------------------------------------------------------------- parallel epochs (fork)
+# ---------------------------------------------------------------- parallel epochs
 
 _SHARDS: list[list[TrainQuery]] = []
 
@@ -220,20 +221,19 @@ def mean_average_precision(held_out: list[HeldOut], theta: np.ndarray, k: int) -
 
 
 def _set_shards(shards) -> None:
-    """Pool initializer: give a worker process the training shards."""
+    """Executor initializer: give a worker the training shards (once, not with every epoch's tasks)."""
     _SHARDS[:] = shards
 
 
 def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: FeatureSpace, start: BowfdWeights,
-          config: LtrSettings, sentence_depth: int, *, jobs: int = 2,
+          config: LtrSettings, sentence_depth: int, *, jobs: int | ExecutorSettings = 2,
           progress: bool = True) -> tuple[BowfdWeights, list[dict]]:
     """Pairwise LTR with Adadelta, iterative parameter mixing and early stopping (see the module docstring).
 
+    ``jobs``: the shards' workers (an int: local processes; :class:`clirplug.executor.ExecutorSettings`).
     Returns the weights of the best epoch and one record per epoch (loss, violated pairs, held-out MAP).
     """
-    import multiprocessing
-
-    if jobs < 1:
+    if isinstance(jobs, int) and jobs < 1:
         raise ClirplugError(f"BOW-FD training needs at least one job, got {jobs!r}")
     scale = training_scale(start, config)
     original = space.vector(start)
@@ -243,17 +243,14 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
     count = max(1, min(config.shards, len(train_queries)))
     shards = [train_queries[i::count] for i in range(count)]
     optimizers = [Adadelta(len(theta), ADADELTA_RHO, ADADELTA_EPSILON) for _ in range(count)]
-    jobs = min(jobs, count)
     best_map = mean_average_precision(held_out, theta, sentence_depth)
     history = [{"epoch": 0, "held_out_map": best_map}]
     best_theta, best_epoch = theta.copy(), 0
-    _SHARDS[:] = shards
-    # spawned, not forked: forking a process whose JVM has started can deadlock the child
-    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_set_shards, initargs=(shards,)) if jobs > 1 else None
+    executor = make_executor(jobs, initializer=_set_shards, initargs=(shards,))  # the shards travel once
     try:
         for epoch in range(1, config.epochs + 1):
             work = [(i, theta, optimizers[i], mask, sentence_depth) for i in range(count)]
-            results = pool.map(_shard_epoch, work) if pool else [_shard_epoch(w) for w in work]
+            results = executor.map(_shard_epoch, work)
             theta = np.mean([r[0] for r in results], axis=0)  # iterative parameter mixing
             optimizers = [r[1] for r in results]
             score = mean_average_precision(held_out, theta, sentence_depth)
@@ -268,9 +265,7 @@ def train(train_queries: list[TrainQuery], held_out: list[HeldOut], space: Featu
             elif epoch - best_epoch >= config.patience:
                 break
     finally:
-        if pool:
-            pool.close()
-            pool.join()
+        executor.close()
         _SHARDS.clear()
     history.append({"best_epoch": best_epoch, "held_out_map": best_map})
     # back to the start's scale (ranks as trained); untouched weights exactly as they were

@@ -5,6 +5,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings
 from clirplug.rerank.config import BETA_GRID, BoostConfig
 from clirplug.settings import option
 
@@ -23,8 +24,11 @@ class BoostSettings(BoostConfig):
 
 
 def train_boost(topics: Path, qrels: Path, corpus, output: Path, settings: BoostSettings = BoostSettings(), *,
-                jobs: int = 2, progress: bool = True, show: int = 0):
-    """Train on the judged ``topics`` against ``corpus``, tune beta unless fixed, save to ``output``."""
+                jobs: int | ExecutorSettings = 2, progress: bool = True, show: int = 0):
+    """Train on the judged ``topics`` against ``corpus``, tune beta unless fixed, save to ``output``.
+
+    ``jobs``: the workers training the bags (an int: local processes; :mod:`clirplug.executor`).
+    """
     import numpy as np
 
     from clirplug.atomic import check_output
@@ -34,7 +38,7 @@ def train_boost(topics: Path, qrels: Path, corpus, output: Path, settings: Boost
     from clirplug.io.topics import read_topics
 
     config = settings.model_config()
-    if jobs < 1:
+    if isinstance(jobs, int) and jobs < 1:
         raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
     check_output(output)
     tuning = settings.beta is None

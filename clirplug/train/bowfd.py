@@ -6,6 +6,7 @@ from pathlib import Path
 
 from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings
 from clirplug.rerank.config import LtrSettings
 from clirplug.settings import option
 
@@ -37,8 +38,10 @@ class BowfdSettings(LtrSettings):
 
 
 def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, candidates: Path, field: str, output: Path,
-                settings: BowfdSettings = BowfdSettings(), *, jobs: int = 2, progress: bool = True):
+                settings: BowfdSettings = BowfdSettings(), *, jobs: int | ExecutorSettings = 2, progress: bool = True):
     """Learn BOW-FD weights on the topics of ``topic_files`` (one file per folder of ``model_dirs``, or one model).
+
+    ``jobs``: the workers training the shards (an int: local processes; :mod:`clirplug.executor`).
 
     ``candidates`` is a first-stage run on those topics: negatives and held-out reranking come from it.
     """

@@ -71,6 +71,8 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE, ["collection.name=../../x"], "collection.name: '../../x' becomes a folder name under root"),
     (BASE, ["name=.."], "exp.yaml: name: '..' becomes a folder name"),
     (BASE, ["folds=1"], "folds: expected 0 (no cross-fitting) or at least 2"),
+    (BASE, ["executor=spark"], "exp.yaml: executor: expected one of local, ray, got 'spark'"),
+    (BASE, ["ray_address=head:6379"], "exp.yaml: ray_address: needs executor: ray"),
     (BASE + "runs: {a: {method: fusion, runs: [b, floor]}, b: {method: fusion, runs: [a, floor]}}\n", [],
      "runs.a: the runs refer to each other in a cycle: a -> b -> a"),
     (BASE + "runs: {dt: {}, bowfd: {candidates: bowfd2}, bowfd2: {method: bowfd, candidates: bowfd}}\n", [],
@@ -94,11 +96,6 @@ def test_overrides_are_typed_and_relative_to_the_current_directory(tmp_path, mon
     assert config.run("psq").settings.psq == "lambda=1:0:0"
     # the file's own relative path is read relative to the file
     assert load_config(DEMO).collection.path.resolve() == (REPO / "clirplug" / "data" / "demo").resolve()
-
-
-def test_parallel_map_keeps_the_order():
-    tasks = [-5, 3, -1, 4, -2]
-    assert stage_module.parallel_map(abs, tasks, jobs=2) == stage_module.parallel_map(abs, tasks, jobs=1) == [5, 3, 1, 4, 2]
 
 
 # ----------------------------------------------------------------------------- the demo end to end

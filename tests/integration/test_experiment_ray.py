@@ -1,0 +1,78 @@
+"""The demo experiment on Ray (``executor: ray``, 2 workers) writes the local executor's bytes, even
+when a Ray worker is killed in the middle of a task (Ray runs the task again)."""
+
+import hashlib
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from clirplug.data import demo_config
+from clirplug.experiment.config import load_config
+from clirplug.experiment.runner import run_experiment
+
+pytestmark = pytest.mark.jvm
+
+BUSY = b"ray::_ray_task"  # the process title of a Ray worker running one of clirplug's tasks
+
+
+def _digests(folder: Path, pattern: str) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob(pattern))}
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _busy_ray_workers() -> list[int]:
+    """The Ray workers of this process's Ray instance (its descendants) running a task."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or not (entry / "cmdline").read_bytes().startswith(BUSY):
+                continue
+            pid = int(entry.name)
+            while pid > 1 and pid != os.getpid():
+                pid = _parent(pid)
+            if pid == os.getpid():
+                found.append(int(entry.name))
+        except OSError:  # the process ended meanwhile
+            continue
+    return found
+
+
+def _kill_one_busy_worker(after: float, stop: threading.Event, killed: list) -> None:
+    """Once ``after`` seconds have passed, SIGKILL the first Ray worker found running a task."""
+    if stop.wait(after):
+        return
+    while not stop.is_set():
+        for pid in _busy_ray_workers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed.append(pid)
+            return
+        stop.wait(0.2)
+
+
+def test_demo_on_ray_with_a_killed_worker_writes_the_local_bytes(demo, ray_cluster, tmp_path):
+    local, _ = demo  # the demo run by the local executor, one process (conftest.py)
+    config = load_config(demo_config(), [f"root={tmp_path}", "executor=ray"])
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_one_busy_worker, args=(20.0, stop, killed), daemon=True)
+    killer.start()
+    try:
+        outcomes = run_experiment(config, jobs=2, progress=False)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no Ray worker was running a task after 20 s: nothing was killed"
+    assert {o.status for o in outcomes} == {"ran"}
+    runs = _digests(config.run_dir, "*.trec")
+    assert len(runs) >= 20 and runs == _digests(local.run_dir, "*.trec")
+    models = _digests(config.model_dir, "*.weights")
+    assert models and models == _digests(local.model_dir, "*.weights")

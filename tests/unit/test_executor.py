@@ -1,0 +1,165 @@
+"""The executors (clirplug/executor.py): order kept, the same bytes on every executor, a killed worker.
+
+The Ray tests run on a local Ray instance of 2 CPUs that the ``ray_cluster`` fixture starts and stops.
+"""
+
+import os
+import pickle
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings, WorkerLost, make_executor
+from clirplug.rerank import boosting, bowfd_train
+from clirplug.rerank.bowfd import BowfdWeights
+from clirplug.rerank.bowfd_train import FeatureSpace, HeldOut
+from clirplug.rerank.config import BoostConfig, LtrSettings
+
+pytestmark = pytest.mark.unit
+
+RAY = ExecutorSettings("ray", jobs=2)
+
+
+def _noisy(task):
+    """A float computation whose bytes change with any difference in arithmetic or order."""
+    seed, size = task
+    values = np.random.default_rng(seed).standard_normal(size)
+    return np.cumsum(values * np.sin(values)).tobytes()
+
+
+TASKS = [(seed, 50 + 7 * seed) for seed in (5, 3, 1, 4, 2, 8)]
+
+_STATE = {}
+
+
+def _remember(table):
+    _STATE["table"] = table
+    _STATE["loads"] = _STATE.get("loads", 0) + 1
+
+
+def _look_up(key):
+    return _STATE["table"][key], _STATE["loads"], os.getpid()
+
+
+def _die_once(task):
+    """Kill this worker process the first time (a marker file says whether it happened), then compute."""
+    marker, value = task
+    if not Path(marker).exists():
+        Path(marker).write_text("killed once\n", encoding="utf-8")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _noisy(value)
+
+
+def _nested(task):
+    """A task that maps tasks of its own (as a stage run on Ray translates its topics on Ray)."""
+    with make_executor(RAY) as executor:
+        return executor.map(_noisy, [task, (task[0] + 100, task[1])])
+
+
+def _refuse(task):
+    raise ClirplugError(f"topics.jsonl:{task}: no query")
+
+
+# ----------------------------------------------------------------------------- settings and local
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"executor": "spark"}, "executor: expected one of local, ray, got 'spark'"),
+    ({"jobs": 0}, "jobs must be a whole number of at least 1, got 0"),
+    ({"ray_address": "head:6379"}, r"a Ray address needs the ray executor \(--executor ray\)"),
+])
+def test_bad_settings_are_one_line_errors(values, message):
+    with pytest.raises(ClirplugError, match=message):
+        ExecutorSettings(**values)
+
+
+def test_a_ray_address_nothing_answers_on_is_one_line_at_once():
+    from clirplug.executor import _check_reachable
+
+    with pytest.raises(ClirplugError, match=r"Ray at 127\.0\.0\.1:1: cannot connect .*ray start --head"):
+        _check_reachable("127.0.0.1:1", seconds=2)
+
+
+def test_local_map_keeps_the_order_with_any_number_of_processes():
+    expected = [_noisy(task) for task in TASKS]
+    for jobs in (1, 2):
+        with make_executor(jobs) as executor:
+            assert executor.map(_noisy, TASKS) == expected
+
+
+def test_local_initializer_runs_once_in_each_process():
+    with make_executor(2, initializer=_remember, initargs=({k: k * k for k in range(8)},)) as executor:
+        results = executor.map(_look_up, range(8))
+    assert [value for value, _, _ in results] == [k * k for k in range(8)]
+    assert {loads for _, loads, _ in results} == {1} and len({pid for _, _, pid in results}) <= 2
+
+
+def test_local_worker_killed_is_worker_lost(tmp_path):
+    with make_executor(2) as executor, pytest.raises(WorkerLost, match="a worker process died"):
+        executor.map(_die_once, [(str(tmp_path / "marker"), task) for task in TASKS])
+
+
+# ----------------------------------------------------------------------------- ray
+
+
+def test_ray_map_keeps_the_order_and_the_bytes_of_local(ray_cluster):
+    with make_executor(RAY) as executor:
+        assert executor.map(_noisy, TASKS) == [_noisy(task) for task in TASKS]
+        assert not executor._started  # joined the running instance: closing leaves it running
+    assert ray_cluster.is_initialized()
+
+
+def test_ray_initializer_state_goes_once_to_each_worker(ray_cluster):
+    table = {k: k * k for k in range(12)}
+    with make_executor(RAY, initializer=_remember, initargs=(table,)) as executor:
+        first = executor.map(_look_up, range(12))
+        second = executor.map(_look_up, range(12))
+    assert [value for value, _, _ in first + second] == [k * k for k in range(12)] * 2
+    assert {loads for _, loads, _ in first + second} == {1}  # not once per task
+    assert os.getpid() not in {pid for _, _, pid in first}
+
+
+def test_ray_tasks_waiting_for_their_own_tasks_do_not_hold_the_cpus(ray_cluster):
+    """Two tasks on the 2 CPUs each wait for two more: they lend their CPUs while they wait."""
+    with make_executor(RAY) as executor:
+        results = executor.map(_nested, TASKS[:2])
+    assert results == [[_noisy(task), _noisy((task[0] + 100, task[1]))] for task in TASKS[:2]]
+
+
+def test_ray_task_error_is_the_tasks_own_one_line_error(ray_cluster):
+    with make_executor(RAY) as executor, pytest.raises(ClirplugError) as caught:
+        executor.map(_refuse, [12])
+    assert str(caught.value) == "topics.jsonl:12: no query"
+
+
+def test_ray_retries_the_task_of_a_killed_worker(ray_cluster, tmp_path):
+    marker = tmp_path / "marker"
+    with make_executor(RAY) as executor:
+        results = executor.map(_die_once, [(str(marker), task) for task in TASKS])
+    assert marker.exists() and results == [_noisy(task) for task in TASKS]
+
+
+def test_boosting_bags_on_ray_equal_local(ray_cluster):
+    from test_boosting import BITS, tiny_task
+
+    topics, qrels, collection = tiny_task()
+    config = BoostConfig(bits=BITS, iterations=6, bags=3, triples_per_query=5, min_triples=1, seed=5)
+    local = boosting.train(topics, qrels, collection, config, jobs=1)
+    on_ray = boosting.train(topics, qrels, collection, config, jobs=RAY)
+    assert on_ray.features.tobytes() == local.features.tobytes() and on_ray.weights.tobytes() == local.weights.tobytes()
+    assert len(on_ray.stats["bags"]) == 3
+
+
+def test_bowfd_shards_on_ray_equal_local(ray_cluster):
+    from test_bowfd import toy_query
+
+    space = FeatureSpace()
+    queries = [toy_query(space, f"q{i}", n_rel=1 + i % 2) for i in range(5)]
+    held = [HeldOut(q, int((q.relevance > 0).sum())) for q in queries[:2]]
+    start = BowfdWeights(smt={"f1": 1.0}, v=0.8)
+    runs = [bowfd_train.train(queries, held, space, start, LtrSettings(epochs=3, shards=3), 1000, jobs=jobs,
+                              progress=False) for jobs in (1, 2, RAY)]
+    assert pickle.dumps(runs[1]) == pickle.dumps(runs[0]) == pickle.dumps(runs[2])
