@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clirplug import boost
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, WorkerLost, make_executor
-from clirplug.rerank import boosting, bowfd_train
+from clirplug.rerank import bowfd_train
 from clirplug.rerank.bowfd import BowfdWeights
 from clirplug.rerank.bowfd_train import FeatureSpace, HeldOut
 from clirplug.rerank.config import BoostConfig, LtrSettings
@@ -147,8 +148,8 @@ def test_boosting_bags_on_ray_equal_local(ray_cluster):
 
     topics, qrels, collection = tiny_task()
     config = BoostConfig(bits=BITS, iterations=6, bags=3, triples_per_query=5, min_triples=1, seed=5)
-    local = boosting.train(topics, qrels, collection, config, jobs=1)
-    on_ray = boosting.train(topics, qrels, collection, config, jobs=RAY)
+    local = boost.train(topics, qrels, collection, config, jobs=1)
+    on_ray = boost.train(topics, qrels, collection, config, jobs=RAY)
     assert on_ray.features.tobytes() == local.features.tobytes() and on_ray.weights.tobytes() == local.weights.tobytes()
     assert len(on_ray.stats["bags"]) == 3
 
