@@ -28,7 +28,7 @@ from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings
 
 FIELDS = ("title", "desc")
-PATH_KEYS = (("collection", "path"),)  # keys holding input paths, resolved as the docstring says
+PATH_KEYS = (("collection", "path"), ("collection", "corpus"))  # keys holding input paths, resolved as the docstring says
 
 # top-level key -> default; ``collection`` and ``runs`` are checked on their own.
 DEFAULTS: dict[str, Any] = {
@@ -52,7 +52,8 @@ DEFAULTS: dict[str, Any] = {
 }
 TRANSLATION_DEFAULTS: dict[str, Any] = {"split": "dev", "lines": 300, "outputs": ["word-by-word"]}
 TRANSLATION_OUTPUTS = ("word-by-word", "hiero", "flat")
-COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "irds": None, "name": None, "lang": "de", "doc_lang": "en"}
+COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "corpus": None, "irds": None, "name": None, "lang": "de",
+                                        "doc_lang": "en"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Collection:
     lang: str  # the query (source) language
     doc_lang: str = "en"
     irds: str | None = None
+    documents: Path | None = None  # the documents, when not the folder's corpus.jsonl (collection.corpus)
 
     def topics(self, split: str) -> Path:
         return self.path / f"topics.{split}.jsonl"
@@ -76,7 +78,7 @@ class Collection:
 
     @property
     def corpus(self) -> Path:
-        return self.path / "corpus.jsonl"
+        return self.documents or self.path / "corpus.jsonl"
 
     @property
     def dictionary(self) -> Path:
@@ -309,7 +311,7 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     root = Path(_check_type(source, "root", values["root"], str))
     root = (root if root.is_absolute() else Path.cwd() / root).resolve()
     if coll["irds"] is not None:
-        if coll["path"] is not None:
+        if coll["path"] is not None or coll["corpus"] is not None:
             raise _error(source, "collection", "give either path (a collection folder) or irds (an ir_datasets id)")
         dataset_id = _check_type(source, "collection.irds", coll["irds"], str)
         name = _check_name(source, "collection.name", coll["name"] if coll["name"] is not None else dataset_id.replace("/", "-"))
@@ -318,10 +320,16 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         if not isinstance(coll["path"], str):
             raise _error(source, "collection.path", "missing: the folder of the collection (or irds: an ir_datasets id)")
         coll_path = Path(coll["path"]).resolve()
-        if not (coll_path / "corpus.jsonl").is_file():
+        documents = None
+        if coll["corpus"] is not None:
+            documents = Path(_check_type(source, "collection.corpus", coll["corpus"], str)).resolve()
+            if not documents.exists():
+                raise _error(source, "collection.corpus", f"{documents}: no such file or folder")
+        elif not (coll_path / "corpus.jsonl").is_file():
             raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
         name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
-        collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"])
+        collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"],
+                                documents=documents)
 
     exp_name = values["name"] if values["name"] is not None else Path(source).stem
     exp_name = _check_name(source, "name", exp_name)

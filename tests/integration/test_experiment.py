@@ -5,12 +5,14 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clirplug.cli import main
 from clirplug.errors import ClirplugError
 from clirplug.experiment import stages as stage_module
 from clirplug.experiment.config import load_config
 from clirplug.experiment.runner import run_experiment
+from clirplug.experiment.stages import build_plan
 
 pytestmark = pytest.mark.jvm
 
@@ -65,6 +67,7 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "runs: {b: {method: boost, bits: 40}}\n", [], "runs.b.bits: must be at most 32, got 40"),
     (BASE + "measures: [MAP, Magic@3]\n", [], "measures:"),
     (BASE, ["collection.path=/nonexistent"], "collection.path: /nonexistent/corpus.jsonl: no such file"),
+    (BASE, ["collection.corpus=/nonexistent.jsonl"], "exp.yaml: collection.corpus: /nonexistent.jsonl: no such file"),
     (BASE, ["collection.lang=xx"], "exp.yaml: collection.lang: unknown language 'xx' (choose one of ar, bn"),
     (BASE, ["splits=[dev, nosuchsplit]"], "splits: "),
     (BASE, ["hits"], "--set 'hits': expected KEY=VALUE"),
@@ -96,6 +99,20 @@ def test_overrides_are_typed_and_relative_to_the_current_directory(tmp_path, mon
     assert config.run("psq").settings.psq == "lambda=1:0:0"
     # the file's own relative path is read relative to the file
     assert load_config(DEMO).collection.path.resolve() == (REPO / "clirplug" / "data" / "demo").resolve()
+
+
+def test_a_collection_folder_with_other_documents(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    corpus = REPO / "tests" / "data" / "minifr" / "corpus.jsonl"
+    config = load_config(DEMO, [f"collection.corpus={corpus.relative_to(REPO)}", f"root={tmp_path}"])
+    assert config.collection.corpus == corpus and config.collection.topics("dev").parent == config.collection.path
+    plan = build_plan(config)
+    assert plan.stages["index"].inputs == (corpus,)
+    # the large-collection config reads the manclir-de folder with manclir-large's documents
+    large = REPO / "configs" / "manclir-large.yaml"
+    raw = yaml.safe_load(large.read_text(encoding="utf-8"))
+    assert raw["collection"]["corpus"].endswith("manclir-large/corpus-large.jsonl.gz")
+    assert set(raw["runs"]) >= {"dt", "psq", "bowfd+ltr", "boost", "dt+psq"}
 
 
 # ----------------------------------------------------------------------------- the demo end to end

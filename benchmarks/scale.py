@@ -1,0 +1,144 @@
+"""How each method's cost grows with the collection: per-query latency, peak memory, index size.
+
+Usage::
+
+    nice .venv/bin/python benchmarks/scale.py --model DIR --index small=INDEX --index large=INDEX2 \\
+        --corpus small=CORPUS --corpus large=CORPUS2 --topics ../shared/data/manclir-de/topics.dev.jsonl \\
+        [--psq-settings RUNS/train.{field}.psq.psq.json] [--limit 100] [--fields title desc] \\
+        [--methods bm25 dt psq bowfd boost]
+
+``--model`` is a trained model folder (``docs/models.md``) holding ``grammar.flat.gz``, the BOW-FD
+weights ``bowfd.bowfd.<field>.weights`` and the boosting models ``boost.boost.<field>.npz`` (the
+experiment writes them there). Each (collection, method, field) runs in a fresh spawned process,
+which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
+data on first use, e.g. PSQ the document vectors), then searches the first ``--limit`` topics one at a time
+through the Python API (``searcher.search(query, k=1000)``), timing each query's wall clock;
+the process's peak resident memory (Python, the JVM and the models) is read at its end. DT's
+translations come from the model's translation cache when it holds them, so its latency is
+mostly the search; BOW-FD reranks DT's top 100; boosting scores the whole collection. Prints a
+markdown table with the growth ratio (large / small) per method and field.
+"""
+
+import argparse
+import json
+import multiprocessing
+import resource
+import statistics
+import time
+from pathlib import Path
+
+
+def _searcher(method, field, index, corpus, model_dir, psq_settings):
+    from clirplug import api
+    from clirplug.qt.psq_tables import PsqSettings
+
+    if method == "bm25":
+        return api.LuceneSearcher(index)
+    model = api.TranslationModel(model_dir, kind="flat")
+    if method == "dt":
+        return api.DtSearcher(index, model, field=field)
+    if method == "psq":
+        spec = json.loads(Path(psq_settings.format(field=field)).read_text())["psq"] if psq_settings else ""
+        return api.PsqSearcher(index, model, PsqSettings.parse(spec), field=field)
+    if method == "bowfd":
+        return api.BowfdSearcher(index, model, api.DtSearcher(index, model, field=field),
+                                 weights=str(Path(model_dir) / f"bowfd.bowfd.{field}.weights"), depth=100)
+    if method == "boost":
+        return api.BoostSearcher(str(Path(model_dir) / f"boost.boost.{field}.npz"), corpus, field=field)
+    raise ValueError(method)
+
+
+def measure(task) -> dict:
+    """One (collection, method, field): load the searcher, then time each query; peak memory at the end."""
+    method, field, index, corpus, model_dir, psq_settings, topics_path, limit = task
+    from clirplug.io.topics import read_topics, topic_field
+
+    start = time.perf_counter()
+    searcher = _searcher(method, field, index, corpus, model_dir, psq_settings)
+    load = time.perf_counter() - start
+    topics = read_topics(topics_path)[:limit]
+    start = time.perf_counter()
+    searcher.search(topic_field(topics[0], field), k=1000)  # loads what a searcher reads on first use
+    first = time.perf_counter() - start
+    seconds = []
+    for topic in topics:
+        start = time.perf_counter()
+        searcher.search(topic_field(topic, field), k=1000)
+        seconds.append(time.perf_counter() - start)
+    seconds.sort()
+    return {"load_s": load, "first_s": first, "median_ms": 1000 * statistics.median(seconds),
+            "p90_ms": 1000 * seconds[int(0.9 * (len(seconds) - 1))],
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "queries": len(seconds)}
+
+
+def folder_mb(path) -> float:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file()) / 2 ** 20
+
+
+def index_mb(index) -> tuple[float, float]:
+    """MB of the Lucene index and of clirplug's document-vector cache in it (``clirplug/``, written on first use)."""
+    cache = Path(index) / "clirplug"
+    cached = folder_mb(cache) if cache.is_dir() else 0.0
+    return folder_mb(index) - cached, cached
+
+
+def pairs(values, what):
+    result = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep:
+            raise SystemExit(f"--{what} {value!r}: expected NAME=PATH")
+        result[name] = path
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--index", action="append", required=True, help="NAME=INDEX, e.g. small=indexes/manclir-de")
+    parser.add_argument("--corpus", action="append", default=[], help="NAME=CORPUS (boosting reads the documents)")
+    parser.add_argument("--topics", required=True)
+    parser.add_argument("--psq-settings", help="JSON file with the tuned 'psq' settings; {field} is replaced")
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--fields", nargs="+", default=["title", "desc"])
+    parser.add_argument("--methods", nargs="+", default=["bm25", "dt", "psq", "bowfd", "boost"])
+    args = parser.parse_args()
+    indexes, corpora = pairs(args.index, "index"), pairs(args.corpus, "corpus")
+    context = multiprocessing.get_context("spawn")
+    sizes = {}
+    for name, index in indexes.items():
+        with context.Pool(1) as pool:  # the JVM stays out of this process
+            sizes[name] = pool.apply(_documents, (index,))
+    results = {}
+    for method in args.methods:
+        for field in args.fields:
+            for name, index in indexes.items():
+                task = (method, field, index, corpora.get(name), args.model, args.psq_settings, args.topics, args.limit)
+                with context.Pool(1, maxtasksperchild=1) as pool:
+                    results[method, field, name] = pool.apply(measure, (task,))
+                print(f"measured {method} {field} {name}: {results[method, field, name]}", flush=True)
+    print("\n| collection | documents | Lucene index MB | document-vector cache MB |\n|---|---|---|---|")
+    for name, index in indexes.items():
+        lucene, cached = index_mb(index)
+        print(f"| {name} | {sizes[name]:,} | {lucene:.0f} | {cached:.0f} |")
+    names = list(indexes)
+    print("\n| method | field | " + " | ".join(f"{n} first query s | {n} median ms | {n} p90 ms | {n} peak MB"
+                                              for n in names) + " | median ratio | peak ratio |")
+    print("|---|---|" + "---|---|---|---|" * len(names) + "---|---|")
+    for method in args.methods:
+        for field in args.fields:
+            rows = [results[method, field, n] for n in names]
+            cells = " | ".join(f"{r['first_s']:.1f} | {r['median_ms']:.1f} | {r['p90_ms']:.1f} | {r['peak_mb']:.0f}"
+                               for r in rows)
+            print(f"| {method} | {field} | {cells} | {rows[-1]['median_ms'] / rows[0]['median_ms']:.2f} | "
+                  f"{rows[-1]['peak_mb'] / rows[0]['peak_mb']:.2f} |")
+
+
+def _documents(index) -> int:
+    from clirplug.lucene.reader import LuceneIndex
+
+    return LuceneIndex(index, progress=False).num_docs
+
+
+if __name__ == "__main__":
+    main()
