@@ -1241,16 +1241,17 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, frame, latencies, tuned={"words": tuned["words"]} if tuned else None)
 
 
-def _dense_grid(source: str, name: str, settings: dict) -> list[int]:
-    """The ``words`` values of a dense run: its ``grid.words`` list, or its one ``words``."""
-    for key, value in [("words", settings.words)] + [("grid.words", w) for w in (settings.grid or {}).get("words", [])]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ClirplugError(f"{source}: runs.{name}.{key}: must be a whole number of at least 0, got {value!r}")
+def _dense_grid(source: str, name: str, settings) -> list[int]:
+    """The ``words`` values of a dense run (:class:`clirplug.methods.DenseRun`, which checks ``words``):
+    its ``grid.words`` list, or its one ``words``."""
     grid = settings.grid
     if grid is None:
         return [settings.words]
     if not isinstance(grid, dict) or set(grid) != {"words"} or not isinstance(grid["words"], list) or not grid["words"]:
         raise ClirplugError(f"{source}: runs.{name}.grid: expected {{words: [a list of word counts]}}")
+    for value in grid["words"]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ClirplugError(f"{source}: runs.{name}.grid.words: must be a whole number of at least 0, got {value!r}")
     return list(dict.fromkeys(grid["words"]))
 
 

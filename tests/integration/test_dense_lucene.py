@@ -116,6 +116,7 @@ def test_experiment_dense_words_are_tuned_on_the_tune_split(tmp_path):
 
 @pytest.mark.parametrize("runs, key", [("{dense: {grid: {words: [8, -1]}}}", "runs.dense.grid.words"),
                                        ("{dense: {grid: {length: [8]}}}", "runs.dense.grid"),
+                                       ("{dense: {grid: [8, 16]}}", "runs.dense.grid"),
                                        ("{dense: {words: many}}", "runs.dense.words")])
 def test_experiment_bad_dense_grid_names_the_key(tmp_path, capsys, runs, key):
     config_path = tmp_path / "dense.yaml"
