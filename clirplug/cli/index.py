@@ -3,7 +3,7 @@
 from clirplug.cli import add_threads
 from clirplug.lucene.languages import LANGUAGES
 
-HELP = "build a Lucene index (positions, document vectors, raw text) from JSONL documents"
+HELP = "build a Lucene index (positions, document vectors, raw text) from JSONL documents or an ir_datasets id"
 
 
 def add_arguments(parser):
