@@ -149,8 +149,8 @@ class LuceneIndex:
 
     @functools.cached_property
     def doc_freqs(self) -> np.ndarray:
-        """Document frequency of each column of :attr:`matrix`."""
-        return np.diff(self.matrix_csc.indptr)
+        """Document frequency of each column of :attr:`matrix` (counted without a column-order copy)."""
+        return np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
 
     # -- look-ups -------------------------------------------------------------------------------
     def doc_index(self, docid: str) -> int:
@@ -177,11 +177,12 @@ class LuceneIndex:
         start, end = self.matrix_csc.indptr[col], self.matrix_csc.indptr[col + 1]
         return self.matrix_csc.indices[start:end], self.matrix_csc.data[start:end]
 
-    def tf_matrix(self, terms) -> sp.csc_matrix:
-        """Document × term frequency matrix for ``terms`` (all-zero columns for unknown terms)."""
+    def tf_matrix(self, terms, docs) -> sp.csr_matrix:
+        """Term frequencies of ``terms`` (columns; all zero for unknown terms) in the documents ``docs``
+        (rows; internal numbers), read from those documents' rows only."""
         cols = self.term_columns(terms)
-        known = self.matrix_csc[:, np.maximum(cols, 0)]
-        return (known @ sp.diags((cols >= 0).astype(np.float32))).tocsc()
+        rows = self.matrix[np.asarray(docs, dtype=np.int64)][:, np.maximum(cols, 0)]
+        return (rows @ sp.diags((cols >= 0).astype(np.float32))).tocsr()
 
     def doc_vector(self, docid: str) -> dict[str, int]:
         """Analyzed term frequencies of the document ``docid``."""

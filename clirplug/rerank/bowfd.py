@@ -324,7 +324,7 @@ def bm25_matrix(index, terms: Sequence[str], docs: np.ndarray, k1: float = BOWFD
     terms = list(terms)
     if not terms or len(docs) == 0:
         return np.zeros((len(docs), len(terms)))
-    tf = index.tf_matrix(terms).tocsr()[docs]
+    tf = index.tf_matrix(terms, docs)
     saturated = index.bm25_tf(tf, k1, b, docs)
     weights = rsj(index.df(terms), index.num_docs)
     return np.asarray(saturated.multiply(weights[None, :]).todense()) if sp.issparse(saturated) else saturated * weights

@@ -264,9 +264,9 @@ def test_rsj_and_bm25_matrix_by_hand():
         def df(self, terms):
             return np.array([{"x": 1, "y": 2}[t] for t in terms])
 
-        def tf_matrix(self, terms):
+        def tf_matrix(self, terms, docs):
             table = {"x": [3, 0], "y": [1, 2]}
-            return sp.csc_matrix(np.array([table[t] for t in terms], dtype=float).T)
+            return sp.csr_matrix(np.array([table[t] for t in terms], dtype=float).T[docs])
 
         def bm25_tf(self, tf, k1, b, docs):
             norm = k1 * (1 - b + b * self.doc_lengths[docs] / self.avg_doc_length)
