@@ -1,5 +1,6 @@
 """Per-index caches beside a Lucene index (``<index>/clirplug/``): docids, length norms, vectors."""
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +30,34 @@ def save_cached(path: Path, arrays) -> None:
                 np.save(handle, arrays, allow_pickle=False)
     except (OSError, ClirplugError) as error:
         print(f"clirplug: cannot cache index data in {path.parent} ({error})", file=sys.stderr)
+
+
+def save_mapped(path: Path, arrays: dict) -> None:
+    """Save a dict of arrays as a folder of ``.npy`` files (atomically) for :func:`load_mapped`; a read-only
+    index is simply not cached."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.mkdir()
+            for name, array in arrays.items():
+                np.save(tmp / f"{name}.npy", array, allow_pickle=False)
+    except (OSError, ClirplugError) as error:
+        if not path.is_dir():  # else another process wrote the same cache first
+            print(f"clirplug: cannot cache index data in {path.parent} ({error})", file=sys.stderr)
+
+
+def load_mapped(path: Path, names) -> dict | None:
+    """The arrays ``names`` of a :func:`save_mapped` folder, memory-mapped read-only (a page is read when it is
+    first used, so memory follows what is looked up, not the collection); ``None`` when absent or damaged
+    (a damaged folder is removed, to be written again)."""
+    if not path.is_dir():
+        return None
+    try:
+        return {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in names}
+    except (OSError, ValueError) as error:
+        warn(f"{path}: cannot read the index cache ({' '.join(str(error).split())}): recomputed")
+        shutil.rmtree(path, ignore_errors=True)
+        return None
 
 
 def load_cached(path: Path):

@@ -1,9 +1,11 @@
 """Index statistics for the methods: N, average length, df, Lucene's length norms, postings, analysis.
 
 The first use of an index reads every document vector from Lucene once and caches
-them as a sparse document × term matrix beside the index (``<index>/clirplug/``), so
-df, tf and postings of any number of terms are numpy look-ups afterwards instead
-of one JVM round trip per term.
+them as a sparse document × term matrix beside the index (``<index>/clirplug/``), in
+document order and in term order (postings), so df, tf and postings of any number of
+terms are numpy look-ups afterwards instead of one JVM round trip per term. Both are
+memory-mapped: a query reads the pages of its own terms or candidates, and memory
+does not grow with the collection.
 """
 
 import functools
@@ -15,7 +17,16 @@ import scipy.sparse as sp
 
 from clirplug import bm25
 from clirplug.errors import ClirplugError
-from clirplug.lucene._cache import CACHE_FOLDER, CACHE_VERSION, cache_file, load_cached, load_docids, save_cached
+from clirplug.lucene._cache import (
+    CACHE_FOLDER,
+    CACHE_VERSION,
+    cache_file,
+    load_cached,
+    load_docids,
+    load_mapped,
+    save_cached,
+    save_mapped,
+)
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
 from clirplug.lucene.index import check_index, index_metadata, open_reader
 
@@ -52,6 +63,11 @@ def _parse_vector(text: str) -> dict[str, int]:
         term, _, count = item.rpartition("=")
         vector[term] = int(count)
     return vector
+
+
+def _mapped_matrix(kind, data: dict):
+    """A scipy.sparse matrix of ``kind`` over memory-mapped arrays (nothing is copied or scanned)."""
+    return kind((data["data"], data["indices"], data["indptr"]), shape=tuple(int(n) for n in data["shape"]), copy=False)
 
 
 class LuceneIndex:
@@ -103,18 +119,23 @@ class LuceneIndex:
     # -- the cached document x term matrix --------------------------------------------------
     @functools.cached_property
     def _vectors(self) -> tuple[np.ndarray, sp.csr_matrix]:
-        path = self.path / CACHE_FOLDER / f"vectors-v{CACHE_VERSION}.npz"
-        data = load_cached(path)
-        if data is not None:
-            return data["terms"], sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
-        terms, matrix = self._read_vectors()
-        save_cached(path, {"terms": terms, "data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
-                           "shape": np.array(matrix.shape)})
-        return terms, matrix
+        path = self.path / CACHE_FOLDER / f"vectors-v{CACHE_VERSION}"
+        data = load_mapped(path, ("term_bytes", "term_ends", "data", "indices", "indptr", "shape"))
+        if data is None:
+            terms, matrix = self._read_vectors()
+            encoded = [term.encode("utf-8") for term in terms.tolist()]
+            save_mapped(path, {"term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+                               "term_ends": np.cumsum([len(b) for b in encoded], dtype=np.int64),
+                               "data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                               "shape": np.array(matrix.shape)})
+            return terms, matrix
+        blob, ends = bytes(data["term_bytes"]), data["term_ends"].tolist()
+        terms = np.array([blob[start:end].decode("utf-8") for start, end in zip([0] + ends[:-1], ends)], dtype=object)
+        return terms, _mapped_matrix(sp.csr_matrix, data)
 
     @property
     def terms(self) -> np.ndarray:
-        """The index terms, one per column of :attr:`matrix`."""
+        """The index terms (``str`` objects), one per column of :attr:`matrix`."""
         return self._vectors[0]
 
     @property
@@ -135,12 +156,19 @@ class LuceneIndex:
             vals.append(np.fromiter(vector.values(), np.float32, len(vector)))
         matrix = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                                shape=(len(self.docids), len(vocabulary)), dtype=np.float32)
-        return np.array(list(vocabulary)), matrix
+        return np.array(list(vocabulary), dtype=object), matrix
 
     @functools.cached_property
     def matrix_csc(self) -> sp.csc_matrix:
-        """:attr:`matrix` in column order, for postings."""
-        return self.matrix.tocsc()
+        """:attr:`matrix` in column order, for postings (cached beside the index on first use)."""
+        path = self.path / CACHE_FOLDER / f"postings-v{CACHE_VERSION}"
+        data = load_mapped(path, ("data", "indices", "indptr", "shape"))
+        if data is None:
+            matrix = self.matrix.tocsc()
+            save_mapped(path, {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                               "shape": np.array(matrix.shape)})
+            return matrix
+        return _mapped_matrix(sp.csc_matrix, data)
 
     @functools.cached_property
     def term_ids(self) -> dict[str, int]:
@@ -149,8 +177,8 @@ class LuceneIndex:
 
     @functools.cached_property
     def doc_freqs(self) -> np.ndarray:
-        """Document frequency of each column of :attr:`matrix` (counted without a column-order copy)."""
-        return np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
+        """Document frequency of each column of :attr:`matrix`."""
+        return np.diff(self.matrix_csc.indptr)
 
     # -- look-ups -------------------------------------------------------------------------------
     def doc_index(self, docid: str) -> int:

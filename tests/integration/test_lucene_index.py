@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import mmap
+import shutil
 
 import numpy as np
 import pytest
@@ -43,6 +45,35 @@ def test_df_and_postings_agree_with_lucene(tiny_index):
     docs, tfs = index.postings("file")
     for doc, tf in zip(docs, tfs):
         assert index.doc_vector(index.docids[doc])["file"] == tf
+
+
+def _mapped(array) -> bool:
+    while array is not None and not isinstance(array, mmap.mmap):
+        array = getattr(array, "base", None)
+    return array is not None
+
+
+def test_document_vectors_are_cached_memory_mapped_and_rebuilt_when_damaged(tiny_index, tmp_path, capsys):
+    index_path = tmp_path / "tiny"
+    shutil.copytree(tiny_index, index_path)
+    shutil.rmtree(index_path / "clirplug", ignore_errors=True)
+    built = LuceneIndex(index_path, progress=False)  # reads Lucene's document vectors, writes both caches
+    expected = (built.terms.tolist(), built.matrix.toarray(), built.matrix_csc.toarray(), built.df(built.terms).tolist())
+    assert (index_path / "clirplug" / "vectors-v1").is_dir() and (index_path / "clirplug" / "postings-v1").is_dir()
+
+    cached = LuceneIndex(index_path, progress=False)
+    got = (cached.terms.tolist(), cached.matrix.toarray(), cached.matrix_csc.toarray(), cached.df(cached.terms).tolist())
+    assert got[0] == expected[0] and got[3] == expected[3]
+    assert np.array_equal(got[1], expected[1]) and np.array_equal(got[2], expected[2])
+    assert all(_mapped(a) for a in (cached.matrix.data, cached.matrix.indices, cached.matrix_csc.indptr))
+
+    indices = index_path / "clirplug" / "vectors-v1" / "indices.npy"
+    indices.write_bytes(indices.read_bytes()[:100])  # truncated
+    damaged = LuceneIndex(index_path, progress=False)
+    assert np.array_equal(damaged.matrix.toarray(), expected[1])
+    assert "cannot read the index cache" in capsys.readouterr().err
+    assert np.array_equal(LuceneIndex(index_path, progress=False).matrix.toarray(), expected[1])  # written again
+    assert capsys.readouterr().err == ""
 
 
 def test_length_norms_decode_lucene_lengths(tiny_index):
