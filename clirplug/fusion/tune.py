@@ -42,7 +42,7 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
     """
     import pandas as pd
 
-    from clirplug.eval.measures import evaluate
+    from clirplug.eval.measures import evaluate, is_trec_ap, parse_measures
     from clirplug.fusion import get_parts
     from clirplug.fusion._common import check_depth
 
@@ -56,9 +56,55 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
             raise ClirplugError(f"{name}: no topic in common with the tuning qrels: kappa cannot be tuned on them")
     parts, by_hits = get_parts(method)
     table = _aligned(parts(runs, check_depth(depth)))
+    parsed = parse_measures([measure])[0]
+    if is_trec_ap(parsed):  # the common case, without building and evaluating a run per kappa
+        return pd.DataFrame({"kappa": grid, measure: _map_curve(table, grid, depth, by_hits, qrels, parsed)})
     fused = {repr(kappa): _fused(table, kappa, depth, by_hits) for kappa in grid}
     result = evaluate(qrels, fused, [measure])
     return pd.DataFrame({"kappa": [float(name) for name in result["run"]], measure: result["value"].to_numpy()})
+
+
+def _map_curve(table, grid, depth, by_hits, qrels, measure) -> list[float]:
+    """MAP of each kappa of ``grid``, equal bit for bit to evaluating the runs :func:`_fused` gives:
+    the same order and top ``depth`` cut, with ties re-ordered as trec_eval reads them, and trec_eval's AP."""
+    import numpy as np
+    import pandas as pd
+
+    from clirplug.eval.measures import aggregate, trec_average_precision
+    from clirplug.io.runs import ranks_within
+
+    qrels = qrels.assign(qid=qrels["qid"].astype(str), docid=qrels["docid"].astype(str))
+    judged = qrels[qrels["relevance"] >= 1]
+    marks = judged[["qid", "docid"]].drop_duplicates().assign(hit=True)
+    rows = pd.DataFrame({"qid": table["qid"], "docid": table["docid"]})
+    relevant = rows.merge(marks, on=["qid", "docid"], how="left")["hit"].notna().to_numpy()
+    query_codes, doc_codes = table["qid_codes"], table["doc_codes"]
+    code_of = dict(zip(table["qid"].tolist(), query_codes.tolist()))
+    num_relevant = {code_of[qid]: n for qid, n in judged.groupby("qid").size().items() if qid in code_of}
+    qids_by_code = [(qid, code_of.get(qid)) for qid in sorted(set(qrels["qid"]))]
+    by_doc = np.lexsort((doc_codes, query_codes))  # each query's rows in docid order, once
+    values = []
+    for kappa in grid:
+        scores = _kappa_scores(table, kappa, by_hits)
+        # _fused's order (query, score descending, docid ascending) by two stable sorts
+        order = by_doc[np.argsort(-scores[by_doc], kind="stable")]
+        order = order[np.argsort(query_codes[order], kind="stable")]
+        keep = order[ranks_within(query_codes[order]) <= depth]
+        keep = keep[_reverse_ties(query_codes[keep], scores[keep])]
+        ap = trec_average_precision(query_codes[keep], relevant[keep], num_relevant)
+        values.append(aggregate(measure, [ap.get(code, 0.0) for _, code in qids_by_code]))
+    return values
+
+
+def _reverse_ties(query_codes, scores):
+    """The permutation that reverses each block of equal (query, score) rows: from docid ascending (a
+    run's order) to docid descending (the order in which trec_eval reads ties)."""
+    import numpy as np
+
+    size = len(scores)
+    starts = np.flatnonzero(np.r_[True, (query_codes[1:] != query_codes[:-1]) | (scores[1:] != scores[:-1])])
+    lengths = np.diff(np.r_[starts, size])
+    return np.repeat(2 * starts + lengths - 1, lengths) - np.arange(size)
 
 
 def _aligned(parts):
@@ -85,12 +131,15 @@ def _fused(table, kappa, depth, by_hits):
 
     from clirplug.io.runs import ranks_within
 
-    scores = kappa * table["scores"][:, 0] + (1 - kappa) * table["scores"][:, 1]
-    if by_hits:
-        scores = scores * table["hits"]
+    scores = _kappa_scores(table, kappa, by_hits)
     order = np.lexsort((table["doc_codes"], -scores, table["qid_codes"]))
     keep = order[ranks_within(table["qid_codes"][order]) <= depth]
     return pd.DataFrame({"qid": table["qid"][keep], "docid": table["docid"][keep], "score": scores[keep]})
+
+
+def _kappa_scores(table, kappa, by_hits):
+    scores = kappa * table["scores"][:, 0] + (1 - kappa) * table["scores"][:, 1]
+    return scores * table["hits"] if by_hits else scores
 
 
 def best_kappa(curve):

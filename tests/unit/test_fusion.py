@@ -137,8 +137,9 @@ def test_kappa_curve_and_best_kappa():
         kappa_curve([run_a], qrels)
 
 
+@pytest.mark.parametrize("measure", ["MAP", "nDCG@10"])  # MAP has its own exact path (no run is built)
 @pytest.mark.parametrize("method", sorted(FUSERS))
-def test_kappa_curve_equals_fusing_each_kappa(method):
+def test_kappa_curve_equals_fusing_each_kappa(method, measure):
     """The curve reuses each run's contributions; it must equal fusing and evaluating kappa by kappa."""
     import numpy as np
 
@@ -155,10 +156,11 @@ def test_kappa_curve_equals_fusing_each_kappa(method):
     qrels = pd.DataFrame([(f"q{q}", f"d{d}", int(rng.integers(0, 3))) for q in range(5) for d in range(40)],
                          columns=["qid", "docid", "relevance"])
     grid = kappa_grid(0.1)
-    curve = kappa_curve(runs, qrels, method, grid, depth=20)
+    curve = kappa_curve(runs, qrels, method, grid, depth=20, measure=measure)
     judged = [run[run["qid"] != "q5"] for run in runs]
-    slow = evaluate(qrels, {repr(k): fuse(method, judged, [k, 1 - k], depth=20) for k in grid}, ["MAP"])
-    assert curve["MAP"].tolist() == slow["value"].tolist()
+    slow = evaluate(qrels, {repr(k): fuse(method, judged, [k, 1 - k], depth=20) for k in grid}, [measure])
+    assert curve[measure].tolist() == slow["value"].tolist()
+    assert curve["kappa"].tolist() == grid
     parts, by_hits = get_parts(method)
     table = _aligned(parts(judged, 20))
     for kappa in (0.0, 0.3, 1.0):  # the same run, row for row and bit for bit
