@@ -118,3 +118,38 @@ def test_every_method_of_runs_has_a_planner_and_reads_its_yaml_entry():
         RUNS["boost"].read({"field": "desc"}, "runs.b")
     with pytest.raises(ClirplugError, match=r"runs.b.bags: must be at least 1, got 0"):
         RUNS["boost"].read({"bags": 0}, "runs.b")
+
+
+# Where each setting of a run class is given on the command line: (command, flag), or None for the
+# tuning grids, which only an experiment searches (on its tune split).
+RUN_FLAGS = {
+    "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights")},
+    "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
+    "boost": {"candidates": ("rerank", "--candidates")},
+    "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "ltr": ("train bowfd", "--ltr"),
+              "lex": ("train bowfd", "--lex"), "lm": ("rerank", "--no-lm"), "depth": ("rerank", "--depth")},
+    "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
+               "measure": ("fuse", "--measure")},
+    "dense": {"words": ("search", "--words"), "grid": None},
+}
+
+
+def test_every_run_setting_has_its_command_line_flag():
+    """A setting added to a run class without a flag (or a flag renamed) fails here."""
+    from clirplug.cli import build_parser
+
+    def subcommands(parser):
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    commands = subcommands(build_parser())
+    assert set(RUN_FLAGS) == set(RUNS)
+    for method, flags in RUN_FLAGS.items():
+        assert set(flags) == set(RUNS[method].settings.names()), method
+        for name, where in flags.items():
+            if where is None:
+                continue
+            command, flag = where
+            parser = commands[command.split()[0]]
+            for word in command.split()[1:]:
+                parser = subcommands(parser)[word]
+            assert flag in {option for action in parser._actions for option in action.option_strings}, (method, name)
