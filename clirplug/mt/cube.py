@@ -2,15 +2,15 @@
 
 :meth:`clirplug.mt.decoder.Decoder._cube` is the algorithm (and the test oracle);
 :func:`cube` does the same pops, in the same order, with the same float operations in the
-same order, over integers: target words and LM states are numbered per decoder and sentence,
-hypotheses are rows of the sentence's hypothesis arrays, a candidate is a row of the cell's
+same order, over integers: target words are numbered by the decoder's :class:`RuleTable`, LM
+states by its :class:`LMMemo`, hypotheses are rows of the sentence's :class:`Chart` arrays, a candidate is a row of the cell's
 candidate arrays and the heap holds candidate rows, ordered by ``(priority key, push order)``
 as the reference's heap entries are.
 
 kenlm cannot be called from compiled code, so LM scores come from a memo of
 ``(state, word) -> (log10 p, next state)``; a lookup that misses calls back into Python
 (numba's ``objmode``) to score the word with kenlm and number the new state
-(:meth:`Chart.advance`), then fills the memo.
+(:meth:`LMMemo.advance`), then fills the memo.
 
 Only rules with at most 2 nonterminals and LMs of order at most ``WIDTH + 1`` are handled here;
 the decoder uses its reference loop otherwise.
@@ -18,15 +18,17 @@ the decoder uses its reference loop otherwise.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit, objmode, types
 from numba.typed import Dict
 
 WIDTH = 5  # pending words kept per hypothesis: an LM of order at most 6
 
-# st: the cell's int64 state, kept between calls
+# st: the chart's counters (of the current cell, and of the sentence's hypotheses and edges)
 NCAND, SCORED, HEAP, POPS, NCELL, FIRST, NHYP, NEDGE = range(8)
-_ACTIVE: list = []  # the LMMemo of the cell being pruned, for the kernel's kenlm callbacks
+_ACTIVE = threading.local()  # .memo: the LMMemo of the cell this thread prunes (the kernel's kenlm callbacks)
 MEMO_LIMIT = 1_000_000  # LM states an LMMemo numbers before its decoder starts a new one
 # groups (G x 7): the cell's rule groups
 G_RSTART, G_RCOUNT, G_ARITY, G_T0, G_T0LEN, G_T1, G_T1LEN = range(7)
@@ -87,7 +89,7 @@ def _heap_pop(heap, size, cand_float):
 
 
 def _advance(state: int, word: int) -> tuple[float, int]:
-    return _ACTIVE[-1].advance(state, word)
+    return _ACTIVE.memo.advance(state, word)
 
 
 @njit(cache=True)
@@ -423,13 +425,13 @@ class Chart:
         group_array = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
         rule_array = np.array(rules, dtype=np.int64)
         static, offsets, tokens = self.table.arrays()
-        _ACTIVE.append(self.memo)
+        outer, _ACTIVE.memo = getattr(_ACTIVE, "memo", None), self.memo
         try:
             cube(st, self.params, group_array, rule_array, static, offsets, tokens, self.cell_hyps,
                  self.hyp_int, self.hyp_float, self.edge_int, self.edge_inc, self.memo.table, self.cand_int,
                  self.cand_float, self.heap, self.seen, self.recombined, self.out)
         finally:
-            _ACTIVE.pop()
+            _ACTIVE.memo = outer
         count, first = int(st[NCELL]), int(st[FIRST])
         start = self.filled
         self.cell_hyps = _grown(self.cell_hyps, start + count)

@@ -24,6 +24,10 @@ context; the goal edge scores what is left after ``<s>``. The LM feature of a de
 therefore exactly kenlm's ``score(yield, bos=True, eos=True)`` (log10), and the Viterbi
 derivation's forest score equals its score recomputed from scratch.
 
+Cube pruning runs in a compiled kernel (:mod:`clirplug.mt.cube`, numba) over arrays when it
+can; the Python loop (:meth:`Decoder._cube` on :class:`_Hypothesis` objects) is the reference
+and gives the same forests, bit for bit (``tests/unit/test_decoder_kernel.py``).
+
 Scores are linear ``w·f`` (see :mod:`clirplug.mt.features`). Rules with no source terminal
 (unary or pure glue rules of another decoder) are skipped. An empty sentence has one
 derivation, the empty translation.
