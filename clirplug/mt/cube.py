@@ -29,7 +29,7 @@ WIDTH = 5  # pending words kept per hypothesis: an LM of order at most 6
 # st: the chart's counters (of the current cell, and of the sentence's hypotheses and edges)
 NCAND, SCORED, HEAP, POPS, NCELL, FIRST, NHYP, NEDGE = range(8)
 _ACTIVE = threading.local()  # .memo: the LMMemo of the cell this thread prunes (the kernel's kenlm callbacks)
-MEMO_LIMIT = 1_000_000  # LM states an LMMemo numbers before its decoder starts a new one
+MEMO_LIMIT = 250_000  # LM states an LMMemo numbers before its decoder starts a new one
 # groups (G x 7): the cell's rule groups
 G_RSTART, G_RCOUNT, G_ARITY, G_T0, G_T0LEN, G_T1, G_T1LEN = range(7)
 # hyp_int (H x HYP_COLUMNS): pending words (-1 padded), then these columns

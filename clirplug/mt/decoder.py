@@ -263,6 +263,13 @@ class _ChartLM:
         return total + (state.get("</s>") or self._advance(state, "</s>"))[0]
 
 
+def _kernel():
+    """The module :mod:`clirplug.mt.cube` (numba is imported on first use only)."""
+    from clirplug.mt import cube
+
+    return cube
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Pause Python's cyclic garbage collector while a forest is built.
@@ -338,10 +345,11 @@ class Decoder:
         arity = max((rule.arity for group in self.rules_by_src.values() for rule in group), default=0)
         self.kernel = (kernel and arity <= 2 and (self.lm is None or self.lm.order <= 6)
                        and importlib.util.find_spec("numba") is not None)
-        if self.kernel:
-            from clirplug.mt import cube  # numba: imported only when decoding
-            self._kernel = cube
         self.set_weights(weights or {})
+
+    def __getstate__(self) -> dict:
+        """Pickled without the kernel's LM memo (numba dicts do not pickle; it is rebuilt on use)."""
+        return {**self.__dict__, "_memo": None}
 
     def _insert(self, src: tuple[str, ...]) -> None:
         node = self.trie
@@ -361,7 +369,7 @@ class Decoder:
         self._tail_order: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._copies: dict[str, _Compiled] = {}
         self._rids: dict[tuple[str, ...], list[int]] = {}  # rule ids of each source side, as _compiled
-        self._table = self._kernel.RuleTable() if self.kernel else None
+        self._table = _kernel().RuleTable() if self.kernel else None
         self._memo = None  # the kernel's LM memo (it holds word numbers of _table)
         self._by_rid: list[_Compiled] = []
         self._glue_top = [self._compile(GLUE_TOP)]
@@ -460,8 +468,8 @@ class Decoder:
         """:meth:`_forest` with cube pruning by the compiled kernel, on a :class:`~clirplug.mt.cube.Chart`."""
         n = len(tokens)
         if self._memo is None or self._memo.full():
-            self._memo = self._kernel.LMMemo(self.lm, self._table)
-        chart = self._kernel.Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
+            self._memo = _kernel().LMMemo(self.lm, self._table)
+        chart = _kernel().Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
         applications = self._applications(tokens)
         spans: dict[tuple[int, int], tuple[int, int]] = {}  # the X cells, as (start, count) in chart.cell_hyps
         glued: list[tuple[int, int] | None] = [None] * (n + 1)
@@ -491,7 +499,7 @@ class Decoder:
 
     def _build_arrays(self, chart, top: tuple[int, int] | None, n: int) -> Hypergraph:
         """:meth:`_build` over a :class:`~clirplug.mt.cube.Chart` (``top``: the ``S(0, n)`` cell)."""
-        cube = self._kernel
+        cube = _kernel()
         edges = chart.edge_int[:chart.st[cube.NEDGE]]
         heads = edges[:, cube.E_HYP]
         order = np.argsort(heads, kind="stable")  # each hypothesis's edges in creation order

@@ -6,6 +6,7 @@ negative LM weight, and when the LM memo is restarted between sentences."""
 
 from __future__ import annotations
 
+import pickle
 import random
 
 import pytest
@@ -80,3 +81,10 @@ def test_rules_with_three_nonterminals_use_the_reference_loop(lm):
     decoder = Decoder(rules, lm)
     assert not decoder.kernel
     assert decoder.translate("a a b a".split())[0].words == ("x", "x", "x")
+
+
+def test_a_decoder_without_lm_pickles_after_decoding():
+    decoder = Decoder(read_grammar(FIXTURE / "grammar.flat.gz"), None, WEIGHTS)  # kenlm models do not pickle
+    tokens = sentences()[0]
+    decoder.forest(tokens)
+    assert record(pickle.loads(pickle.dumps(decoder)), tokens) == record(decoder, tokens)
