@@ -4,7 +4,7 @@ Usage::
 
     nice .venv/bin/python benchmarks/decoder.py --model models/manclir-de [--kinds flat,hiero]
         [--weights-flat F] [--weights-hiero F] [--titles 249] [--desc-sentences 150]
-        [--bleu-lines 300] [--systems wbw,flat,hiero] [--no-timing]
+        [--bleu-lines 300] [--systems wbw,flat,hiero] [--no-timing] [--profile PREFIX]
 
 ``--model`` is a model folder (``docs/models.md``) with ``grammar.flat.gz``, ``grammar.hiero.gz``,
 ``lm.arpa`` and ``lex.e_given_f.npz``; ``--grammars DIR`` reads the grammars from another folder
@@ -20,6 +20,13 @@ Figures:
   as process CPU time (the machine is shared, so wall time also counts other jobs) and wall
   time, for the first ``--titles`` dev titles and the first ``--desc-sentences`` sentences of the
   dev descs (``split_sentences``), with the pop limit; forest sizes (nodes, edges) of the same runs;
+* peak memory of the same sentences, decoded again untimed under ``tracemalloc``: the largest
+  per-sentence peak of Python allocations while one sentence is decoded (chart, LM states, forest;
+  the loaded grammar and LM excluded), and the process's peak RSS (``ru_maxrss``, loading included)
+  after each kind's runs;
+* with ``--profile PREFIX``, a cProfile of decoding the same sentences once more (titles then desc
+  sentences), written to ``PREFIX.KIND.prof`` (``python -m pstats``), its top entries by own time
+  printed;
 * BLEU (sacrebleu, tokenized lowercased text, ``tokenize="none"``) on the first ``--bleu-lines``
   lines of ``bitext.dev``: each line is split into sentences, translated sentence by sentence
   and joined, for (a) word by word: each source token's most probable ``p(e|f)`` translation
@@ -28,11 +35,16 @@ Figures:
 """
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
+import resource
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,6 +86,42 @@ def time_decoding(decoder: Decoder, sentences):
     return cpu, wall, nodes, edges
 
 
+def decoding_peaks(decoder: Decoder, sentences) -> list[float]:
+    """Per sentence, the peak MB of Python allocations while it is decoded (``tracemalloc``)."""
+    peaks = []
+    tracemalloc.start()
+    try:
+        for tokens in sentences:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            forest = decoder.forest(tokens)
+            forest.derivation_yield(forest.viterbi(decoder.weights))
+            peaks.append((tracemalloc.get_traced_memory()[1] - base) / 2**20)
+            del forest
+    finally:
+        tracemalloc.stop()
+    return peaks
+
+
+def profile_decoding(decoder: Decoder, sentences, path: Path) -> str:
+    """cProfile of decoding ``sentences`` (forest, Viterbi, yield), dumped to ``path``; the top
+    entries by own time as text."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for tokens in sentences:
+        forest = decoder.forest(tokens)
+        forest.derivation_yield(forest.viterbi(decoder.weights))
+    profile.disable()
+    profile.dump_stats(path)
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+    return text.getvalue()
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def add_sample_options(parser: argparse.ArgumentParser) -> None:
     """The model, data and timed sample options this script shares with benchmarks/decoder_ab.py."""
     parser.add_argument("--model", required=True, type=Path)
@@ -93,6 +141,7 @@ def main():
     parser.add_argument("--bleu-lines", type=int, default=300)
     parser.add_argument("--systems", default="wbw,flat,hiero", help="BLEU rows to run (default: wbw,flat,hiero)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing table")
+    parser.add_argument("--profile", help="write a cProfile of each kind's decoding to PREFIX.KIND.prof")
     args = parser.parse_args()
     systems = args.systems.split(",")
     kinds = [kind for kind in args.kinds.split(",") if kind in systems or not args.no_timing]
@@ -122,17 +171,26 @@ def main():
                      f"weights {weights_path if weights else 'defaults'}")
         print(notes[-1], file=sys.stderr)
 
-    rows = []
+    notes.append(f"- peak RSS after loading: {peak_rss_mb():.0f} MB")
+    rows, profiles = [], []
     for kind in [] if args.no_timing else kinds:
         for name, sentences in (("titles", titles), ("desc sentences", descs)):
             cpu, wall, nodes, edges = time_decoding(decoders[kind], sentences)
+            peaks = decoding_peaks(decoders[kind], sentences)
             lengths = [len(s) for s in sentences]
             rows.append(f"| {kind}, {name} | {len(sentences)} | {statistics.median(lengths):.0f} | "
                         f"{statistics.median(cpu):.3f} / {percentile(cpu, 0.9):.3f} | "
                         f"{statistics.median(wall):.3f} / {percentile(wall, 0.9):.3f} | "
                         f"{statistics.median(nodes):.0f} / {percentile(nodes, 0.9)} | "
-                        f"{statistics.median(edges):.0f} / {percentile(edges, 0.9)} |")
+                        f"{statistics.median(edges):.0f} / {percentile(edges, 0.9)} | "
+                        f"{statistics.median(peaks):.1f} / {max(peaks):.1f} |")
             print(rows[-1], file=sys.stderr)
+        notes.append(f"- peak RSS after the {kind} runs: {peak_rss_mb():.0f} MB")
+        if args.profile:
+            path = Path(f"{args.profile}.{kind}.prof")
+            profiles.append(f"cProfile of {kind} ({path}):\n\n```\n"
+                            f"{profile_decoding(decoders[kind], titles + descs, path).strip()}\n```")
+            print(profiles[-1], file=sys.stderr)
 
     references = [preprocess(line, "en") for line in ref_lines]
     bleu_rows = []
@@ -160,9 +218,11 @@ def main():
     print(f"\nPop limit {args.pop_limit}, max span 10; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.\n")
     if rows:
         print("| queries | sentences | median words | CPU s median / p90 | wall s median / p90 | "
-              "nodes median / p90 | edges median / p90 |")
-        print("|---|---|---|---|---|---|---|")
+              "nodes median / p90 | edges median / p90 | peak MB median / max |")
+        print("|---|---|---|---|---|---|---|---|")
         print("\n".join(rows))
+    for text in profiles:
+        print(f"\n{text}")
     if bleu_rows:
         print(f"\nBLEU on the first {len(src_lines)} lines of bitext.dev (sentence by sentence):\n")
         print("| system | BLEU | decoding CPU time |")

@@ -24,6 +24,10 @@ context; the goal edge scores what is left after ``<s>``. The LM feature of a de
 therefore exactly kenlm's ``score(yield, bos=True, eos=True)`` (log10), and the Viterbi
 derivation's forest score equals its score recomputed from scratch.
 
+Cube pruning runs in a compiled kernel (:mod:`clirplug.mt.cube`, numba) over arrays when it
+can; the Python loop (:meth:`Decoder._cube` on :class:`_Hypothesis` objects) is the reference
+and gives the same forests, bit for bit (``tests/unit/test_decoder_kernel.py``).
+
 Scores are linear ``w·f`` (see :mod:`clirplug.mt.features`). Rules with no source terminal
 (unary or pure glue rules of another decoder) are skipped. An empty sentence has one
 derivation, the empty translation.
@@ -34,11 +38,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
+import importlib.util
 import itertools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
 
 from clirplug.errors import ClirplugError
 from clirplug.mt.features import DEFAULT_WEIGHTS, GLUE, LANGUAGE_MODEL, PASS_THROUGH, WORD_PENALTY
@@ -74,7 +81,7 @@ class _Compiled:
     first use in a sentence (the whole combination for a rule without nonterminals).
     """
 
-    __slots__ = ("features", "head", "links", "priority", "rest", "rule", "segments", "static", "template")
+    __slots__ = ("features", "head", "links", "priority", "rest", "rid", "rule", "segments", "static", "template")
 
     def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _ChartLM):
         self.rule = rule
@@ -101,6 +108,7 @@ class _Compiled:
         src_terminal = [not is_nonterminal(t) for t in rule.src]
         self.links = tuple((s, t) for s, t in rule.alignment if src_terminal[s] and isinstance(template[t], str))
         self.head = None
+        self.rid = -1  # its row in the decoder's rule table (clirplug.mt.cube.RuleTable)
 
 
 class _Hypothesis:
@@ -255,6 +263,13 @@ class _ChartLM:
         return total + (state.get("</s>") or self._advance(state, "</s>"))[0]
 
 
+def _kernel():
+    """The module :mod:`clirplug.mt.cube` (numba is imported on first use only)."""
+    from clirplug.mt import cube
+
+    return cube
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Pause Python's cyclic garbage collector while a forest is built.
@@ -301,10 +316,15 @@ class Decoder:
         Cube pruning pops per chart cell (cdec's ``-k``, default 200).
     max_span : int
         Longest span of a rule with nonterminals (default 10, as cdec).
+    kernel : bool
+        Cube pruning by the compiled kernel (:mod:`clirplug.mt.cube`, default) where it applies
+        (numba installed, the ``fast`` extra; rules with at most 2 nonterminals; an LM of order
+        at most 6), else by the Python loop (:meth:`_cube`, the reference: both give the same
+        forests, bit for bit). :attr:`kernel` says which one decodes.
     """
 
     def __init__(self, rules: Iterable[Rule], lm=None, weights: Mapping[str, float] | None = None,
-                 pop_limit: int = DEFAULT_POP_LIMIT, max_span: int = DEFAULT_MAX_SPAN):
+                 pop_limit: int = DEFAULT_POP_LIMIT, max_span: int = DEFAULT_MAX_SPAN, kernel: bool = True):
         if pop_limit < 1:
             raise ClirplugError(f"pop limit must be at least 1, got {pop_limit}")
         if max_span < 1:
@@ -322,7 +342,14 @@ class Decoder:
                 group = self.rules_by_src[rule.src] = []
                 self._insert(rule.src)
             group.append(rule)
+        arity = max((rule.arity for group in self.rules_by_src.values() for rule in group), default=0)
+        self.kernel = (kernel and arity <= 2 and (self.lm is None or self.lm.order <= 6)
+                       and importlib.util.find_spec("numba") is not None)
         self.set_weights(weights or {})
+
+    def __getstate__(self) -> dict:
+        """Pickled without the kernel's LM memo (numba dicts do not pickle; it is rebuilt on use)."""
+        return {**self.__dict__, "_memo": None}
 
     def _insert(self, src: tuple[str, ...]) -> None:
         node = self.trie
@@ -341,15 +368,27 @@ class Decoder:
         self._compiled: dict[tuple[str, ...], list[_Compiled]] = {}
         self._tail_order: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._copies: dict[str, _Compiled] = {}
-        self._glue_top = [_Compiled(GLUE_TOP, self.weights, self._lm)]
-        self._glue_left = [_Compiled(GLUE_LEFT, self.weights, self._lm)]
+        self._rids: dict[tuple[str, ...], list[int]] = {}  # rule ids of each source side, as _compiled
+        self._table = _kernel().RuleTable() if self.kernel else None
+        self._memo = None  # the kernel's LM memo (it holds word numbers of _table)
+        self._by_rid: list[_Compiled] = []
+        self._glue_top = [self._compile(GLUE_TOP)]
+        self._glue_left = [self._compile(GLUE_LEFT)]
+
+    def _compile(self, rule: Rule) -> _Compiled:
+        """``rule`` compiled under the current weights (and added to the kernel's rule table)."""
+        compiled = _Compiled(rule, self.weights, self._lm)
+        if self._table is not None:
+            compiled.rid = self._table.add(compiled.static, compiled.template)
+            self._by_rid.append(compiled)
+        return compiled
 
     def _pass_through(self, word: str) -> _Compiled:
         """The compiled rule ``X -> <word, word>`` that copies an unknown word."""
         compiled = self._copies.get(word)
         if compiled is None:
             rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
-            compiled = self._copies[word] = _Compiled(rule, self.weights, self._lm)
+            compiled = self._copies[word] = self._compile(rule)
         return compiled
 
     def _rules_for(self, src):
@@ -357,9 +396,10 @@ class Decoder:
         ``src`` of its nonterminals ``[X,1]``, ``[X,2]``... (the spans of tails 0, 1...)."""
         compiled = self._compiled.get(src)
         if compiled is None:
-            compiled = [_Compiled(rule, self.weights, self._lm) for rule in self.rules_by_src[src]]
+            compiled = [self._compile(rule) for rule in self.rules_by_src[src]]
             compiled.sort(key=lambda c: -c.priority)
             self._compiled[src] = compiled
+            self._rids[src] = [c.rid for c in compiled]
             positions = [p for p, t in enumerate(src) if is_nonterminal(t)]
             nts = [nt_index(src[p]) for p in positions]
             self._tail_order[src] = tuple(positions[nts.index(k)] for k in range(1, len(nts) + 1))
@@ -391,7 +431,7 @@ class Decoder:
         """The pruned +LM forest of ``tokens`` (see the module docstring)."""
         with _gc_paused():
             try:
-                return self._forest(list(tokens))
+                return self._forest_arrays(list(tokens)) if self.kernel else self._forest(list(tokens))
             finally:
                 self._lm.reset()  # frees the sentence's LM states before the collector runs again
 
@@ -423,6 +463,83 @@ class Decoder:
                     glue.append((self._glue_left, (left, right), ()))
             glued[length] = self._cube(("S", 0, length), glue, numbers)
         return self._build(glued[n] if n else [], n)
+
+    def _forest_arrays(self, tokens: list[str]) -> Hypergraph:
+        """:meth:`_forest` with cube pruning by the compiled kernel, on a :class:`~clirplug.mt.cube.Chart`."""
+        n = len(tokens)
+        if self._memo is None or self._memo.full():
+            self._memo = _kernel().LMMemo(self.lm, self._table)
+        chart = _kernel().Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
+        applications = self._applications(tokens)
+        spans: dict[tuple[int, int], tuple[int, int]] = {}  # the X cells, as (start, count) in chart.cell_hyps
+        glued: list[tuple[int, int] | None] = [None] * (n + 1)
+        for length in range(1, n + 1):
+            for i in range(n - length + 1):
+                j = i + length
+                groups = []
+                for src, elements in applications.get((i, j), ()):
+                    _, picks = self._rules_for(src)
+                    tails = tuple([spans.get(elements[p]) for p in picks])
+                    if None not in tails:
+                        groups.append((self._rids[src], tails, elements))
+                if length == 1 and not groups:  # an unknown word: copy it
+                    groups.append(([self._pass_through(tokens[i]).rid], (), (i,)))
+                if groups:
+                    spans[(i, j)] = chart.cube(("X", i, j), groups)
+            glue = []
+            if (0, length) in spans:
+                glue.append(([self._glue_top[0].rid], (spans[(0, length)],), ()))
+            for k in range(1, length):
+                left, right = glued[k], spans.get((k, length))
+                if left is not None and right is not None:
+                    glue.append(([self._glue_left[0].rid], (left, right), ()))
+            if glue:
+                glued[length] = chart.cube(("S", 0, length), glue)
+        return self._build_arrays(chart, glued[n] if n else None, n)
+
+    def _build_arrays(self, chart, top: tuple[int, int] | None, n: int) -> Hypergraph:
+        """:meth:`_build` over a :class:`~clirplug.mt.cube.Chart` (``top``: the ``S(0, n)`` cell)."""
+        cube = _kernel()
+        edges = chart.edge_int[:chart.st[cube.NEDGE]]
+        heads = edges[:, cube.E_HYP]
+        order = np.argsort(heads, kind="stable")  # each hypothesis's edges in creation order
+        offsets = np.searchsorted(heads[order], np.arange(chart.st[cube.NHYP] + 1)).tolist()
+        order = order.tolist()
+        firsts, seconds = edges[:, cube.E_T0].tolist(), edges[:, cube.E_T1].tolist()
+        tops = chart.cell_hyps[top[0]:top[0] + top[1]].tolist() if top is not None else []
+        reached, stack = set(), list(tops)
+        while stack:
+            h = stack.pop()
+            if h not in reached:
+                reached.add(h)
+                for e in order[offsets[h]:offsets[h + 1]]:
+                    if firsts[e] >= 0:
+                        stack.append(firsts[e])
+                        if seconds[e] >= 0:
+                            stack.append(seconds[e])
+        ordered = sorted(reached)
+        cells = chart.hyp_cell[ordered].tolist()
+        indices = chart.hyp_int[ordered, cube.H_INDEX].tolist()
+        builder, node = HypergraphBuilder(), {}
+        for h, cell, index in zip(ordered, cells, indices):
+            node[h] = builder.add_node(chart.cells[cell][0] + (index,))
+        rids, groups, increments = edges[:, cube.E_RULE].tolist(), edges[:, cube.E_GROUP].tolist(), chart.edge_inc
+        for h, cell in zip(ordered, cells):
+            cell_groups = chart.cells[cell][1]
+            for e in order[offsets[h]:offsets[h + 1]]:
+                rule, elements = self._by_rid[rids[e]], cell_groups[groups[e]][2]
+                chosen = () if firsts[e] < 0 else (node[firsts[e]],) if seconds[e] < 0 else \
+                    (node[firsts[e]], node[seconds[e]])
+                builder.add_edge(node[h], chosen, rule.features, rule.template,
+                                 tuple([(elements[s], t) for s, t in rule.links]), rule.rule,
+                                 self._lm_extra(float(increments[e])))
+        goal = builder.add_node(("GOAL", 0, n))  # created last: the creation order is topological
+        if n == 0:
+            builder.add_edge(goal, (), {}, extra=self._lm_extra(chart.finish(-1)))
+        else:
+            for h in tops:
+                builder.add_edge(goal, (node[h],), {}, (0,), extra=self._lm_extra(chart.finish(h)))
+        return builder.build(goal)
 
     def _build(self, top: list[_Hypothesis], n: int) -> Hypergraph:
         """The forest of the hypotheses the goal reaches, ``top`` being the ``S(0, n)`` cell.

@@ -39,7 +39,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def is_nonterminal(token: str) -> bool:
     """Whether ``token`` is a nonterminal such as ``[X]`` or ``[X,1]``."""
-    return NONTERMINAL.match(token) is not None
+    return token.startswith("[") and NONTERMINAL.match(token) is not None
 
 
 def nt_index(token: str) -> int:
