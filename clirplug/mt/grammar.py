@@ -39,7 +39,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def is_nonterminal(token: str) -> bool:
     """Whether ``token`` is a nonterminal such as ``[X]`` or ``[X,1]``."""
-    return NONTERMINAL.match(token) is not None
+    return token[:1] == "[" and NONTERMINAL.match(token) is not None
 
 
 def nt_index(token: str) -> int:
@@ -360,6 +360,15 @@ def source_matches(src: tuple[str, ...], tokens: list[str] | tuple[str, ...]) ->
     must cover at least one token (Chiang 2007, §3.1). Matching every terminal chunk at its
     leftmost possible position decides this exactly (a greedy choice never blocks a later chunk).
     """
+    return chunks_match(source_chunks(src), tokens)
+
+
+SourceChunks = tuple[tuple[tuple[int, tuple[str, ...]], ...], int]
+
+
+def source_chunks(src: tuple[str, ...]) -> SourceChunks:
+    """A source side as its terminal chunks, each with the nonterminals before it, and the nonterminals after
+    the last chunk (what :func:`chunks_match` matches; parse it once to match it against many sentences)."""
     chunks: list[tuple[int, tuple[str, ...]]] = []  # (nonterminals before the chunk, terminals)
     gap, chunk = 0, []
     for token in src:
@@ -373,6 +382,12 @@ def source_matches(src: tuple[str, ...], tokens: list[str] | tuple[str, ...]) ->
     if chunk:
         chunks.append((gap, tuple(chunk)))
         gap = 0
+    return tuple(chunks), gap
+
+
+def chunks_match(parsed: SourceChunks, tokens: list[str] | tuple[str, ...]) -> bool:
+    """:func:`source_matches` of a source side parsed by :func:`source_chunks`."""
+    chunks, gap = parsed
     position = 0
     n = len(tokens)
     for before, terminals in chunks:
