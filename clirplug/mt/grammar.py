@@ -19,6 +19,7 @@ import gzip
 import heapq
 import io
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,7 @@ def _parse_features(field: str, where: str) -> tuple[tuple[str, float], ...]:
         elif not name or name.isdigit():
             raise ClirplugError(f"{where}: bad feature {item!r}: expected NAME=VALUE or VALUE")
         try:
-            features.append((name, float(value)))
+            features.append((sys.intern(name), float(value)))
         except ValueError:
             raise ClirplugError(f"{where}: bad feature value {item!r}: expected a number") from None
     return tuple(features)
@@ -137,7 +138,8 @@ def parse_rule(line: str, where: str = "") -> Rule:
             raise ClirplugError(f"{where}: expected at most 5 '|||'-separated fields, got {len(fields) + 1}")
     if len(fields) < 3:
         raise ClirplugError(f"{where}: expected '[LHS] ||| source ||| target ||| features [||| alignment]'")
-    src, tgt = tuple(fields[0].split()), tuple(fields[1].split())
+    # tokens and feature names are interned: a grammar repeats them in millions of rules
+    src, tgt = tuple(map(sys.intern, fields[0].split())), tuple(map(sys.intern, fields[1].split()))
     if not src or not tgt:
         raise ClirplugError(f"{where}: empty {'source' if not src else 'target'} side")
     _check_nonterminals(src, tgt, where)

@@ -452,19 +452,25 @@ class GrammarIndex:
 
     @cached_property
     def _runs(self) -> dict[str, list[list]]:
-        """First source terminal -> runs ``[source side, its terminals, its chunks, rules, {heuristic: prepared}]``."""
+        """First source terminal -> runs of consecutive rules sharing a source side, each
+        ``[its terminals, its chunks, rules, {heuristic: prepared rules} or None]``."""
         from clirplug.mt.grammar import is_nonterminal, source_chunks
 
         runs: dict[str, list[list]] = {}
-        run = None
+        shared: dict[frozenset, frozenset] = {}  # one object per set of terminals
+        src = run = None
         for rule in self._rules:
-            if run is not None and rule.src == run[0]:
-                run[3].append(rule)
+            if run is not None and rule.src == src:
+                run[2].append(rule)
                 continue
-            terminals = [t for t in rule.src if not is_nonterminal(t)]
-            run = [rule.src, frozenset(terminals), source_chunks(rule.src), [rule], {}] if terminals else None
-            if run is not None:
-                runs.setdefault(terminals[0], []).append(run)
+            src = rule.src
+            terminals = [t for t in src if not is_nonterminal(t)]
+            if not terminals:
+                run = None
+                continue
+            words = frozenset(terminals)
+            run = [shared.setdefault(words, words), source_chunks(src), [rule], None]
+            runs.setdefault(terminals[0], []).append(run)
         self._rules = None
         return runs
 
@@ -477,9 +483,12 @@ class GrammarIndex:
         vocabulary = set(tokens)
         masses: dict[str, Distribution] = {}
         for word in dict.fromkeys(tokens):
-            for _, terminals, chunks, rules, prepared in self._runs.get(word, ()):
+            for run in self._runs.get(word, ()):
+                terminals, chunks, rules, prepared = run
                 if not terminals <= vocabulary or not chunks_match(chunks, tokens):
                     continue
+                if prepared is None:
+                    prepared = run[3] = {}
                 pairs = prepared.get(heuristic)
                 if pairs is None:
                     pairs = prepared[heuristic] = [
