@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 CHILD = r'''
 import json, resource, sys, time
+import clirplug
 from clirplug.eval.measures import evaluate
 from clirplug.io.qrels import read_qrels
 from clirplug.io.topics import read_topics
@@ -59,7 +60,7 @@ def measure(settings):
     return value
 
 best, results = coordinate_search(measure, PsqSettings.parse(s["psq"]), s["grid"])
-print(json.dumps({"best": best.spec(), "results": {k: v.hex() for k, v in results.items()}, "seconds": seconds,
+print(json.dumps({"code": clirplug.__file__, "best": best.spec(), "results": {k: v.hex() for k, v in results.items()}, "seconds": seconds,
                   "topics": len(topics), "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
@@ -89,9 +90,10 @@ def percentile(values, q: float) -> float:
 
 
 def child(code: str, root: Path, arguments: dict) -> dict:
-    """Run ``code`` with ``root`` first on the import path; its last output line, as JSON."""
+    """Run ``code`` in ``root`` (first on the import path: ``-c`` puts the working folder first); its last
+    output line, as JSON."""
     done = subprocess.run([sys.executable, "-c", code, json.dumps(arguments)], check=True, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(root)})
+                          text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -127,7 +129,7 @@ def main() -> None:
             model = model_copy(args.model, Path(tmp) / f"model-{name}", args.cold)
             out[name] = child(CHILD, root, {"record": args.record, "model": str(model), "topics": args.topics,
                                             "qrels": args.qrels, "index": args.index, "first": args.first})
-            print(f"{name}: {out[name]['wall']:.1f} s", file=sys.stderr, flush=True)
+            print(f"{name} ({out[name]['code']}): {out[name]['wall']:.1f} s", file=sys.stderr, flush=True)
 
     print("| code | wall s | CPU s | peak RSS MB | s per setting (median / p90) | ms per topic and setting "
           "(median / p90) |\n|---|---|---|---|---|---|")
