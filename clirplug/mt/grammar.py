@@ -19,6 +19,7 @@ import gzip
 import heapq
 import io
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,7 @@ def _parse_features(field: str, where: str) -> tuple[tuple[str, float], ...]:
         elif not name or name.isdigit():
             raise ClirplugError(f"{where}: bad feature {item!r}: expected NAME=VALUE or VALUE")
         try:
-            features.append((name, float(value)))
+            features.append((sys.intern(name), float(value)))
         except ValueError:
             raise ClirplugError(f"{where}: bad feature value {item!r}: expected a number") from None
     return tuple(features)
@@ -137,7 +138,8 @@ def parse_rule(line: str, where: str = "") -> Rule:
             raise ClirplugError(f"{where}: expected at most 5 '|||'-separated fields, got {len(fields) + 1}")
     if len(fields) < 3:
         raise ClirplugError(f"{where}: expected '[LHS] ||| source ||| target ||| features [||| alignment]'")
-    src, tgt = tuple(fields[0].split()), tuple(fields[1].split())
+    # tokens and feature names are interned: a grammar repeats them in millions of rules
+    src, tgt = tuple(map(sys.intern, fields[0].split())), tuple(map(sys.intern, fields[1].split()))
     if not src or not tgt:
         raise ClirplugError(f"{where}: empty {'source' if not src else 'target'} side")
     _check_nonterminals(src, tgt, where)
@@ -360,6 +362,15 @@ def source_matches(src: tuple[str, ...], tokens: list[str] | tuple[str, ...]) ->
     must cover at least one token (Chiang 2007, §3.1). Matching every terminal chunk at its
     leftmost possible position decides this exactly (a greedy choice never blocks a later chunk).
     """
+    return chunks_match(source_chunks(src), tokens)
+
+
+SourceChunks = tuple[tuple[tuple[int, tuple[str, ...]], ...], int]
+
+
+def source_chunks(src: tuple[str, ...]) -> SourceChunks:
+    """A source side as its terminal chunks, each with the nonterminals before it, and the nonterminals after
+    the last chunk (what :func:`chunks_match` matches; parse it once to match it against many sentences)."""
     chunks: list[tuple[int, tuple[str, ...]]] = []  # (nonterminals before the chunk, terminals)
     gap, chunk = 0, []
     for token in src:
@@ -373,6 +384,12 @@ def source_matches(src: tuple[str, ...], tokens: list[str] | tuple[str, ...]) ->
     if chunk:
         chunks.append((gap, tuple(chunk)))
         gap = 0
+    return tuple(chunks), gap
+
+
+def chunks_match(parsed: SourceChunks, tokens: list[str] | tuple[str, ...]) -> bool:
+    """:func:`source_matches` of a source side parsed by :func:`source_chunks`."""
+    chunks, gap = parsed
     position = 0
     n = len(tokens)
     for before, terminals in chunks:

@@ -22,7 +22,7 @@ from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
 from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
-from clirplug.mt.grammar import SourcePhrases, format_rule, parse_rule, read_grammar
+from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel
@@ -73,6 +73,7 @@ class Translator:
         self._decoder: Decoder | None = None
         self._signature: str | None = None
         self._restriction: SourcePhrases | None = None
+        self._rules: list[Rule] | None = None
 
     @functools.cached_property
     def feature_names(self) -> set[str]:
@@ -84,22 +85,27 @@ class Translator:
         """The source phrases whose rules are loaded (``None``: the whole grammar)."""
         return self._restriction
 
-    def restrict(self, sentences: Sequence[Sequence[str]]) -> None:
+    def restrict(self, sentences: Sequence[Sequence[str]], rules: list[Rule] | None = None) -> None:
         """Load only the rules usable on these token lists (more can be added before loading).
 
         Translating a sentence with a phrase outside the restriction later reloads the grammar
-        for the enlarged restriction, so results never depend on it.
+        for the enlarged restriction, so results never depend on it. ``rules`` may give the
+        grammar file's rules already read for exactly these sentences
+        (``read_grammar(path, SourcePhrases(sentences))``), which the decoder then uses instead
+        of reading them again (on the first restriction only).
         """
         if self._restriction is None:
             self._restriction = SourcePhrases(sentences)
+            self._rules = rules
         elif self._restriction.add(sentences):
-            self._decoder = None
+            self._decoder = self._rules = None
 
     @property
     def decoder(self) -> Decoder:
         """The decoder, loaded on first use (with the rules the :meth:`restrict` sentences can use only)."""
         if self._decoder is None:
-            rules = read_grammar(self.grammar_path, self._restriction)
+            rules = self._rules if self._rules is not None else read_grammar(self.grammar_path, self._restriction)
+            self._rules = None
             self._decoder = Decoder(rules, LanguageModel(self.lm_path), self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
         return self._decoder

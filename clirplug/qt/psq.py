@@ -61,6 +61,7 @@ class PsqScorer:
         self.k1, self.b = k1, b
         self._norms = self.index.length_norms(k1, b)
         self._docid_rank = np.argsort(np.argsort(self.index.docids, kind="stable"), kind="stable")
+        self._docids = [str(docid) for docid in self.index.docids.tolist()]
         self._analyzed: dict[str, Expression] = {}
 
     def analyze(self, target: str) -> Expression:
@@ -95,22 +96,9 @@ class PsqScorer:
     def _columns(self, expressions: Sequence[Expression]) -> tuple[sp.csc_matrix, np.ndarray]:
         """The documents × expressions tf matrix and the expressions' document frequencies."""
         index = self.index
-        single = [e[0][0] for e in expressions if len(e) == 1]
-        cols = index.term_columns(single)
-        known = cols >= 0
-        parts = {}
-        if single:
-            matrix = index.matrix_csc[:, cols[known]]
-            order = np.flatnonzero(known)
-            for k, position in enumerate(order):
-                parts[single[position]] = (matrix.indices[matrix.indptr[k]:matrix.indptr[k + 1]],
-                                           matrix.data[matrix.indptr[k]:matrix.indptr[k + 1]])
         indptr, indices, data = [0], [], []
         for expression in expressions:
-            if len(expression) == 1:
-                docs, tfs = parts.get(expression[0][0], (np.zeros(0, np.int32), np.zeros(0, np.float32)))
-            else:
-                docs, tfs = index.phrase_postings(expression)
+            docs, tfs = index.postings(expression[0][0]) if len(expression) == 1 else index.phrase_postings(expression)
             indices.append(docs)
             data.append(tfs)
             indptr.append(indptr[-1] + len(docs))
@@ -142,8 +130,8 @@ class PsqScorer:
         df = projection.T @ df_e  # df(f)
         idf = self.index.idf(df)
         values = bm25.score(tf.data, self._norms[tf.row], counts[tf.col] * idf[tf.col])
-        docs, inverse = np.unique(tf.row, return_inverse=True)
-        return docs, np.bincount(inverse, weights=values, minlength=len(docs))
+        docs = np.flatnonzero(np.bincount(tf.row, minlength=tf.shape[0]))  # each document's values summed in order
+        return docs, np.bincount(tf.row, weights=values, minlength=tf.shape[0])[docs]
 
     def top(self, docs: np.ndarray, scores: np.ndarray, hits: int) -> list[tuple[str, float]]:
         """The ``hits`` best ``(docid, score)``, score descending, ties by docid ascending."""
@@ -153,7 +141,7 @@ class PsqScorer:
             keep = np.flatnonzero(scores >= threshold)
             docs, scores = docs[keep], scores[keep]
         order = np.lexsort((self._docid_rank[docs], -scores))[:hits]
-        return [(str(self.index.docids[d]), float(s)) for d, s in zip(docs[order], scores[order])]
+        return list(zip(map(self._docids.__getitem__, docs[order].tolist()), scores[order].tolist()))
 
     def search(self, distributions: Sequence[Mapping[str, float]], hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` ``(docid, score)`` for a query given as per-token ``{target: p}`` distributions."""
@@ -206,7 +194,7 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     tokenize = preprocessor(source.src_lang, model)
     sentences = None if topics is None else [
         tokens for topic in topics for tokens in topic_sentences(topic, source.field, source.src_lang, tokenize)]
-    token = grammar = translate = None
+    token = grammar = translate = rules = None
     if settings.weights["token"] > 0:
         from clirplug.mt.lexicon import LexicalTable
 
@@ -216,17 +204,19 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
         token = LexicalTable.load(path)
     if settings.weights["grammar"] > 0:
         from clirplug.mt.grammar import SourcePhrases, read_grammar
+        from clirplug.qt.psq_tables import GrammarIndex
 
         path = model / f"grammar.{source.kind}.gz"
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
-        grammar = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
+        rules = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
+        grammar = GrammarIndex(rules)
     if settings.weights["nbest"] > 0 or settings.orphans > 0:
         from clirplug.mt.translator import Translator
 
         translator = Translator(model, kind=source.kind, src_lang=source.src_lang)
-        if sentences is not None:
-            translator.restrict(sentences)
+        if sentences is not None:  # the decoder reuses the rules just read from the same file
+            translator.restrict(sentences, rules)
         translate = translator.translate
     return PsqBuilder(settings, token, grammar, translate, src_lang=source.src_lang), tokenize
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -150,6 +150,8 @@ def aligned_targets(tgt: Sequence[str], positions: Sequence[int], heuristic: str
     none otherwise, as Ivory's ``isConsecutiveWithStopwords`` (a source word aligned to
     ``round ... nearest`` across content words is no phrase of the documents).
     """
+    if len(positions) == 1:
+        return [tgt[positions[0]]]
     positions = sorted(set(positions))
     if len(positions) <= 1 or heuristic == "one-to-one":
         return [tgt[j] for j in positions]
@@ -169,19 +171,28 @@ def _gap_words() -> frozenset[str]:
     return load_stopwords(GAP_WORDS)
 
 
-def _add_links(masses: dict[str, Distribution], src: Sequence[str], tgt: Sequence[str],
-               links: Iterable[tuple[int, int]], weight: float, heuristic: str, skip) -> None:
+def _linked(src: Sequence[str], tgt: Sequence[str], links: Iterable[tuple[int, int]], heuristic: str,
+            skip) -> list[tuple[str, list[str]]]:
+    """``(source token, target expressions)`` of each linked source position, in link order (``skip``: tokens
+    to ignore on both sides)."""
     by_source: dict[int, list[int]] = {}
     for i, j in links:
         if not skip(tgt[j]):
             by_source.setdefault(i, []).append(j)
     gap_words = _gap_words()
-    for i, js in by_source.items():
-        if skip(src[i]):
-            continue
-        dist = masses.setdefault(src[i], {})
-        for expression in aligned_targets(tgt, js, heuristic, gap_words):
+    return [(src[i], aligned_targets(tgt, js, heuristic, gap_words)) for i, js in by_source.items() if not skip(src[i])]
+
+
+def _add_pairs(masses: dict[str, Distribution], linked: list[tuple[str, list[str]]], weight: float) -> None:
+    for word, expressions in linked:
+        dist = masses.setdefault(word, {})
+        for expression in expressions:
             dist[expression] = dist.get(expression, 0.0) + weight
+
+
+def _add_links(masses: dict[str, Distribution], src: Sequence[str], tgt: Sequence[str],
+               links: Iterable[tuple[int, int]], weight: float, heuristic: str, skip) -> None:
+    _add_pairs(masses, _linked(src, tgt, links, heuristic, skip), weight)
 
 
 def _normalized(masses: Mapping[str, Distribution]) -> PsqTable:
@@ -426,16 +437,66 @@ class PsqSettings:
         return f"{spec},orphans={self.orphans:g}" if self.orphans > 0 else spec
 
 
-def _index_rules(rules) -> dict[str, list]:
-    """Rules by their first source terminal: a rule can only apply to a sentence holding that word."""
-    from clirplug.mt.grammar import is_nonterminal
+class GrammarIndex:
+    """The rules of a grammar by their first source terminal, prepared once for the Pr_grammar of many sentences.
 
-    index: dict[str, list] = {}
-    for rule in rules:
-        first = next((t for t in rule.src if not is_nonterminal(t)), None)
-        if first is not None:
-            index.setdefault(first, []).append(rule)
-    return index
+    :meth:`table` equals :func:`grammar_table` of the rules filed under the sentence's distinct
+    words (in sentence order), number for number, but checks each run of consecutive rules
+    sharing a source side once and derives each rule's links and likelihood once per
+    heuristic, whatever the number of sentences and settings (a tuning grid).
+    """
+
+    def __init__(self, rules, feature: str = GRAMMAR_FEATURE):
+        self.feature = feature
+        self._rules = rules  # indexed on the first table
+
+    @cached_property
+    def _runs(self) -> dict[str, list[list]]:
+        """First source terminal -> runs of consecutive rules sharing a source side, each
+        ``[its terminals, its chunks, rules, {heuristic: prepared rules} or None]``."""
+        from clirplug.mt.grammar import is_nonterminal, source_chunks
+
+        runs: dict[str, list[list]] = {}
+        shared: dict[frozenset, frozenset] = {}  # one object per set of terminals
+        src = run = None
+        for rule in self._rules:
+            if run is not None and rule.src == src:
+                run[2].append(rule)
+                continue
+            src = rule.src
+            terminals = [t for t in src if not is_nonterminal(t)]
+            if not terminals:
+                run = None
+                continue
+            words = frozenset(terminals)
+            run = [shared.setdefault(words, words), source_chunks(src), [rule], None]
+            runs.setdefault(terminals[0], []).append(run)
+        self._rules = None
+        return runs
+
+    def table(self, tokens: Sequence[str], heuristic: str = "one-to-many") -> PsqTable:
+        """Pr_grammar of one sentence: :func:`grammar_table` of the rules whose first source terminal is a
+        word of ``tokens``, taken word by word in sentence order (each word's in file order)."""
+        from clirplug.mt.grammar import chunks_match, is_nonterminal
+
+        tokens = list(tokens)
+        vocabulary = set(tokens)
+        masses: dict[str, Distribution] = {}
+        for word in dict.fromkeys(tokens):
+            for run in self._runs.get(word, ()):
+                terminals, chunks, rules, prepared = run
+                if not terminals <= vocabulary or not chunks_match(chunks, tokens):
+                    continue
+                if prepared is None:
+                    prepared = run[3] = {}
+                pairs = prepared.get(heuristic)
+                if pairs is None:
+                    pairs = prepared[heuristic] = [
+                        (rule_likelihood(rule, self.feature),
+                         _linked(rule.src, rule.tgt, rule.alignment, heuristic, is_nonterminal)) for rule in rules]
+                for weight, linked in pairs:
+                    _add_pairs(masses, linked, weight)
+        return _normalized(masses)
 
 
 class PsqBuilder:
@@ -446,13 +507,13 @@ class PsqBuilder:
     settings : PsqSettings
     token : TranslationSource, optional
         Pr_token (a lexical table or a :class:`PsqTable` read from a file).
-    grammar : list of Rule, optional
+    grammar : list of Rule or GrammarIndex, optional
         The rules Pr_grammar is built from, per sentence.
     translate : callable, optional
         ``tokens, n -> n-best Translations`` for Pr_nbest.
     memo : dict, optional
-        Shared store of the per-sentence Pr_grammar and Pr_nbest tables, so builders that
-        differ only in λ, thresholds or stopwords (a tuning grid) compute each table once.
+        Shared store of the per-sentence n-best lists and Pr_grammar and Pr_nbest tables, so
+        builders that differ only in λ, thresholds or stopwords (a tuning grid) compute each once.
     src_lang : str
         The query language, whose stopwords ``stop=small|large`` drops (default ``de``).
     """
@@ -466,7 +527,6 @@ class PsqBuilder:
         if settings.orphans > 0 and translate is None:
             raise ClirplugError("--psq orphans needs the decoder's n-best: a --model with a grammar and an LM")
         self.settings, self.token, self.grammar, self.translate = settings, token, grammar, translate
-        self._rules_by_word = _index_rules(grammar) if grammar is not None and settings.weights["grammar"] > 0 else {}
         tgt_list = STOPWORD_FILES[settings.stopwords]
         self.src_lang = src_lang
         self.src_stopwords = source_stopwords(src_lang) if tgt_list else frozenset()
@@ -488,13 +548,11 @@ class PsqBuilder:
         s = self.settings
         tables = []
         if s.weights["grammar"] > 0:
-            tables.append(("grammar", self._table(("grammar", s.heuristic, tuple(tokens)), lambda: grammar_table(
-                [rule for word in dict.fromkeys(tokens) for rule in self._rules_by_word.get(word, ())], tokens,
-                s.heuristic))))
+            tables.append(("grammar", self._table(("grammar", s.heuristic, tuple(tokens)),
+                                                  lambda: self._grammar_index.table(tokens, s.heuristic))))
         if s.weights["nbest"] > 0:
             tables.append(("nbest", self._table(("nbest", s.heuristic, s.nbest, s.scale, tuple(tokens)),
-                                                lambda: nbest_table(tokens, self.translate(tokens, s.nbest),
-                                                                    s.heuristic, s.scale))))
+                                                lambda: nbest_table(tokens, self._nbest(tokens), s.heuristic, s.scale))))
         if s.weights["token"] > 0:
             tables.append(("token", self.token))
         result = []
@@ -512,7 +570,7 @@ class PsqBuilder:
             result.append((src, dist or {src: 1.0}))
         if s.orphans > 0:
             masses = self._table(("orphans", s.nbest, s.scale, s.stopwords, tuple(tokens)), lambda: orphan_targets(
-                tokens, self.translate(tokens, s.nbest), self._kept, s.scale))
+                tokens, self._nbest(tokens), self._kept, s.scale))
             result.extend((None, {word: 1.0}) for word, mass in masses.items()
                           if mass >= s.orphans and word not in self.tgt_stopwords and any(c.isalnum() for c in word))
         return result
@@ -520,6 +578,15 @@ class PsqBuilder:
     def _kept(self, src: str) -> bool:
         """Whether a source token gets a distribution (not a stopword, not punctuation)."""
         return src not in self.src_stopwords and any(char.isalnum() for char in src)
+
+    @cached_property
+    def _grammar_index(self) -> GrammarIndex:
+        return self.grammar if isinstance(self.grammar, GrammarIndex) else GrammarIndex(self.grammar)
+
+    def _nbest(self, tokens: Sequence[str]) -> list:
+        """The n-best list of one sentence, decoded (or read from the translator's cache) once per memo."""
+        return self._table(("translations", self.settings.nbest, tuple(tokens)),
+                           lambda: self.translate(tokens, self.settings.nbest))
 
     def _table(self, key: tuple, build):
         table = self.memo.get(key)

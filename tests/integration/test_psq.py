@@ -106,6 +106,77 @@ def test_vectorized_psq_equals_brute_force_on_random_tables(tiny_index):
                 assert got[docid] == pytest.approx(score, rel=1e-9, abs=1e-12)
 
 
+def _reference_score(scorer, query):
+    """PsqScorer.score as first written (matrix columns by fancy indexing, sums by np.unique): the oracle."""
+    import scipy.sparse as sp
+
+    from clirplug import bm25
+
+    keyed: dict = {}
+    for dist in query:
+        key = tuple(sorted(dist.items()))
+        keyed[key] = keyed.get(key, 0) + 1
+    sources = list(keyed)
+    counts = np.array([keyed[key] for key in sources], dtype=np.float64)
+    vocabulary: dict = {}
+    rows, cols, probs = [], [], []
+    for s, key in enumerate(sources):
+        for expression, p in key:
+            rows.append(vocabulary.setdefault(expression, len(vocabulary)))
+            cols.append(s)
+            probs.append(p)
+    projection = sp.csr_matrix((probs, (rows, cols)), shape=(len(vocabulary), len(sources)))
+    index, expressions = scorer.index, list(vocabulary)
+    single = [e[0][0] for e in expressions if len(e) == 1]
+    columns = index.term_columns(single)
+    parts = {}
+    if single:
+        matrix = index.matrix_csc[:, columns[columns >= 0]]
+        for k, position in enumerate(np.flatnonzero(columns >= 0)):
+            parts[single[position]] = (matrix.indices[matrix.indptr[k]:matrix.indptr[k + 1]],
+                                       matrix.data[matrix.indptr[k]:matrix.indptr[k + 1]])
+    indptr, indices, data = [0], [], []
+    for expression in expressions:
+        if len(expression) == 1:
+            docs, tfs = parts.get(expression[0][0], (np.zeros(0, np.int32), np.zeros(0, np.float32)))
+        else:
+            docs, tfs = index.phrase_postings(expression)
+        indices.append(docs)
+        data.append(tfs)
+        indptr.append(indptr[-1] + len(docs))
+    tf_e = sp.csc_matrix((np.concatenate(data).astype(np.float64), np.concatenate(indices), np.array(indptr)),
+                         shape=(index.matrix.shape[0], len(expressions)))
+    tf = (tf_e @ projection).tocoo()
+    idf = index.idf(projection.T @ np.diff(tf_e.indptr).astype(np.float64))
+    values = bm25.score(tf.data, scorer._norms[tf.row], counts[tf.col] * idf[tf.col])
+    docs, inverse = np.unique(tf.row, return_inverse=True)
+    scores = np.bincount(inverse, weights=values, minlength=len(docs))
+    order = np.lexsort((scorer._docid_rank[docs], -scores))
+    return [(str(index.docids[d]), float(s)) for d, s in zip(docs[order], scores[order])]
+
+
+def test_score_and_top_equal_the_reference_exactly(tiny_index):
+    index = LuceneIndex(tiny_index, progress=False)
+    texts = [f"{d['title']} {d['contents']}" for d in TINY_DOCS]
+    vocabulary = sorted({term for text in texts for term, _ in index.analyze_phrase(text)})
+    expressions = [((t, 0),) for t in vocabulary] + [index.analyze_phrase(p) for p in
+                                                      ("standard output", "source file", "the files")]
+    expressions.append((("nosuchterm", 0),))
+    rng = np.random.default_rng(11)
+    scorer = PsqScorer(index, k1=0.9, b=0.4)
+    for _ in range(40):
+        query = []
+        for _ in range(rng.integers(1, 6)):
+            chosen = rng.choice(len(expressions), size=rng.integers(1, 7), replace=False)
+            probs = rng.dirichlet(np.ones(len(chosen)))
+            query.append({expressions[c]: float(p) for c, p in zip(chosen, probs)})
+        if rng.random() < 0.3:
+            query.append(dict(query[-1]))
+        expected = _reference_score(scorer, query)
+        assert scorer.top(*scorer.score(query), len(TINY_DOCS)) == expected  # the same floats, in the same order
+        assert scorer.top(*scorer.score(query), 2) == expected[:2]
+
+
 def test_phrase_frequencies_match_lucene(tiny_index):
     from clirplug.lucene._jvm import jclass
     from clirplug.lucene.reader import FIELD

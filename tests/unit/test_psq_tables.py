@@ -304,3 +304,72 @@ def test_nbest_one_to_many_spans_lucene_stopwords():
     assert table.translations("runden") == {"round nearest": 1.0}  # adjacent targets
     derivation.alignment = ((1, 2), (1, 5))  # "template to round nearest": content words in between
     assert "runden" not in nbest_table(["vorlage", "runden"], [derivation], "one-to-many")
+
+
+# -- the grammar index against grammar_table (the reference) ------------------------------------------
+def _by_first_terminal(rules):
+    from clirplug.mt.grammar import is_nonterminal
+
+    index: dict = {}
+    for rule in rules:
+        first = next((t for t in rule.src if not is_nonterminal(t)), None)
+        if first is not None:
+            index.setdefault(first, []).append(rule)
+    return index
+
+
+def _assert_index_is_grammar_table(rules, sentences):
+    from clirplug.qt.psq_tables import HEURISTICS, GrammarIndex
+
+    index, by_first = GrammarIndex(rules), _by_first_terminal(rules)
+    for heuristic in HEURISTICS:
+        for tokens in sentences:
+            expected = grammar_table([r for w in dict.fromkeys(tokens) for r in by_first.get(w, ())], tokens, heuristic)
+            got = index.table(tokens, heuristic)
+            assert got.table == expected.table  # the same floats, not approximately
+            assert [list(d.items()) for d in got.table.values()] == [list(d.items()) for d in expected.table.values()]
+
+
+def test_grammar_index_equals_grammar_table_on_cdec_grammars(cdec_clef06):
+    for number in range(4):
+        rules = list(iter_grammar(cdec_clef06 / "grammars" / f"grammar.{number}.gz"))
+        words = sorted({t for rule in rules for t in rule.src if not t.startswith("[")})
+        sentences = [words[:3], words[-4:], words[::2], words[1::3] * 2, list(reversed(words))]
+        _assert_index_is_grammar_table(rules, sentences)
+
+
+def test_grammar_index_equals_grammar_table_on_random_rules():
+    import random
+
+    rng = random.Random(17)
+    vocabulary = ["a", "b", "c", "d", "e", ",", "the", "of"]
+    rules = []
+    for _ in range(400):
+        src = [rng.choice(vocabulary) for _ in range(rng.randint(1, 4))]
+        arity = rng.randint(0, min(2, len(src)))
+        for k in range(1, arity + 1):
+            src.insert(rng.randint(0, len(src)), f"[X,{k}]")
+        tgt = [rng.choice(vocabulary) for _ in range(rng.randint(1, 4))] + [f"[X,{k}]" for k in range(arity, 0, -1)]
+        links = sorted({(rng.randrange(len(src)), rng.randrange(len(tgt))) for _ in range(rng.randint(0, 5))})
+        rules.append(Rule("X", tuple(src), tuple(tgt), (("EgivenF", rng.uniform(0, 3)),), tuple(links)))
+    rules.sort(key=lambda rule: rule.src if rng.random() < 0.5 else ())  # runs of one source side, and scattered ones
+    sentences = [[rng.choice(vocabulary) for _ in range(rng.randint(1, 8))] for _ in range(60)]
+    _assert_index_is_grammar_table(rules, sentences)
+
+
+def test_builder_reuses_the_nbest_list_for_every_heuristic_and_scale():
+    calls = []
+
+    def translate(tokens, n):
+        calls.append((tuple(tokens), n))
+        return [SimpleNamespace(words=("data", "file"), score=-1.0, alignment=((0, 0), (0, 1))),
+                SimpleNamespace(words=("file",), score=-2.0, alignment=((0, 0),))]
+
+    memo: dict = {}
+    tables = {}
+    for spec in ("heuristic=one-to-many", "heuristic=one-to-one", "heuristic=one-to-none,scale=2", "orphans=0.1"):
+        settings = PsqSettings.parse(f"lambda=0:0:1,{spec}")
+        tables[spec] = PsqBuilder(settings, translate=translate, memo=memo).query([["datei"]])
+        fresh = PsqBuilder(settings, translate=lambda tokens, n: translate(tokens, n)[:], memo={})
+        assert fresh.query([["datei"]]) == tables[spec]
+    assert calls.count((("datei",), 10)) == 1 + 4  # once for the shared memo, once per fresh builder

@@ -55,3 +55,17 @@ def test_nbest_cache_serves_shorter_lists_and_recomputes_longer(model, monkeypat
     assert _nbest(fresh, tokens, 10) == reference  # longer: decoded again, entry replaced
     monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
     assert _nbest(Translator(model), tokens, 7) == reference[:7]
+
+
+def test_rules_given_with_the_restriction_are_used_instead_of_a_second_read(model, monkeypatch):
+    from clirplug.mt.grammar import SourcePhrases, read_grammar
+
+    sentences = [["x", "y"], ["x", "w", "y", "q"]]
+    reference = [_nbest(Translator(model, cache=False), tokens, 5) for tokens in sentences]
+    rules = read_grammar(model / "grammar.hiero.gz", SourcePhrases(sentences))
+    translator = Translator(model, cache=False)
+    translator.restrict(sentences, rules)
+    monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
+    assert [_nbest(translator, tokens, 5) for tokens in sentences] == reference
+    monkeypatch.undo()
+    assert _nbest(translator, ["w"], 3) == _nbest(Translator(model, cache=False), ["w"], 3)  # enlarged: read again
