@@ -229,3 +229,71 @@ def csr_of_keys(keys, features, row_bits, n_rows):
                     filled[row] += 1
             start = end
     return indptr, indices, data
+
+
+@numba.njit(cache=True)
+def pair_census(source_hashes, source_ptr, source_queries, target_ptr, targets, target_counts, target_hashes,
+                seed, bits, model_buckets, n_target):
+    """Distinct n-gram pairs of training (query, documents): source s (hash ``source_hashes[s]``) pairs with every
+    target of each query holding it (``source_queries``, CSR by ``source_ptr``; a query's targets and how many of
+    its documents hold each: ``targets``, ``target_counts``, CSR by ``target_ptr``). Returns the number of distinct
+    pairs, of buckets they occupy, of pairs sharing a bucket, and the pairs in ``model_buckets`` (sorted):
+    keys ``s * n_target + t``, buckets and summed counts, unsorted."""
+    mask = np.int64((1 << bits) - 1)
+    once = np.zeros(((1 << bits) + 63) >> 6, np.uint64)
+    twice = np.zeros(((1 << bits) + 63) >> 6, np.uint64)
+    seen = np.full(n_target, -1, np.int64)
+    total = np.zeros(n_target, np.int64)
+    hit_targets = np.empty(n_target, np.int64)
+    keys, hit_buckets, counts = np.empty(1024, np.int64), np.empty(1024, np.int64), np.empty(1024, np.int64)
+    n_pairs, n_hits = 0, 0
+    for s in range(len(source_hashes)):
+        state = _mix(np.uint64(seed), np.uint64(source_hashes[s]))
+        n_hit_targets = 0
+        for k in range(source_ptr[s], source_ptr[s + 1]):
+            query = source_queries[k]
+            for e in range(target_ptr[query], target_ptr[query + 1]):
+                t = targets[e]
+                if seen[t] != s:
+                    seen[t] = s
+                    n_pairs += 1
+                    bucket = _finish(state, target_hashes[t], mask)
+                    word, bit = bucket >> 6, np.uint64(1) << np.uint64(bucket & 63)
+                    if once[word] & bit:
+                        twice[word] |= bit
+                    once[word] |= bit
+                    where = np.searchsorted(model_buckets, bucket)
+                    if where < len(model_buckets) and model_buckets[where] == bucket:
+                        total[t] = 0
+                        hit_targets[n_hit_targets] = t
+                        n_hit_targets += 1
+                total[t] += target_counts[e]
+        for k in range(n_hit_targets):
+            t = hit_targets[k]
+            if n_hits == len(keys):
+                keys, hit_buckets, counts = _grown(keys), _grown(hit_buckets), _grown(counts)
+            keys[n_hits] = s * n_target + t
+            hit_buckets[n_hits] = _finish(state, target_hashes[t], mask)
+            counts[n_hits] = total[t]
+            n_hits += 1
+    occupied, single = 0, 0
+    for word in range(len(once)):
+        occupied += _popcount(once[word])
+        single += _popcount(once[word] & ~twice[word])
+    return n_pairs, occupied, n_pairs - single, keys[:n_hits], hit_buckets[:n_hits], counts[:n_hits]
+
+
+@numba.njit(inline="always")
+def _grown(array):
+    bigger = np.empty(2 * len(array), array.dtype)
+    bigger[:len(array)] = array
+    return bigger
+
+
+@numba.njit(inline="always")
+def _popcount(x):
+    count = 0
+    while x:
+        x &= x - np.uint64(1)
+        count += 1
+    return count

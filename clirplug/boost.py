@@ -508,26 +508,11 @@ def average_bags(results, bags):
     return unique, averaged, first.astype(np.int32)
 
 
-def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets, bits, hash_seed=0, examples=3):
-    """Count hashing collisions and unhash the model's buckets over the training (q, d) pairs.
-
-    Over every distinct n-gram pair (s, t) of the (query, document) pairs of the training
-    triples: how many distinct pairs there are, how many buckets they occupy and how many
-    pairs share their bucket with another pair; and, for each bucket of ``model_buckets``,
-    the pairs seen in it with the number of training (q, d) pairs holding each.
-
-    Returns
-    -------
-    dict
-        ``pairs``, ``buckets``, ``colliding_pairs`` and ``examples``:
-        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``, at most ``examples`` pairs a
-        bucket, most frequent first.
-    """
-    docs_of = {}
-    for query, doc in zip(q.tolist(), docs.tolist()):
-        docs_of.setdefault(query, set()).add(doc)
+def _pair_census_reference(query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits,
+                           hash_seed):
+    """``_pair_census`` in numpy: every (q, d) pair's n-gram pairs hashed, then sorted."""
     n_target = len(collection.strings)
-    source_table, keys, ids, hits, hit_buckets, hit_counts = {}, [], [], [], [], []
+    keys, ids, hits, hit_buckets, hit_counts = [], [], [], [], []
     for query, rows in docs_of.items():
         source = np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]], dtype=np.int64)
         target, per_target = np.unique(np.concatenate([collection.grams[row] for row in rows]), return_counts=True)
@@ -551,16 +536,72 @@ def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets
     hit_keys, first, inverse = np.unique(np.concatenate(hits), return_index=True, return_inverse=True)
     counts = np.bincount(inverse.ravel(), weights=np.concatenate(hit_counts), minlength=len(hit_keys))
     hit_buckets = np.concatenate(hit_buckets)[first]
+    return (n_pairs, len(per_bucket), per_bucket[per_bucket > 1].sum(), hit_keys, hit_buckets,
+            counts.astype(np.int64))
+
+
+def _pair_census(query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed):
+    """Distinct pairs, occupied buckets, pairs sharing a bucket, and the pairs falling into ``model_buckets``
+    (keys ``source * n_target + target`` ascending, their buckets and training (q, d) counts); numbers the
+    source n-grams in ``source_table`` (first seen first)."""
+    kernels = _kernels()
+    sources, targets, target_counts = [], [], []
+    for query, rows in docs_of.items():
+        sources.append(np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]],
+                                dtype=np.int64))
+        target, per_target = np.unique(np.concatenate([collection.grams[row] for row in rows]), return_counts=True)
+        targets.append(target.astype(np.int64))
+        target_counts.append(per_target.astype(np.int64))
+    source_hashes = np.zeros(len(source_table), np.uint32)
+    for query, ids in zip(docs_of, sources):
+        source_hashes[ids] = query_hashes[query]
+    owners = np.repeat(np.arange(len(sources)), [len(ids) for ids in sources])
+    by_source = np.argsort(np.concatenate(sources) if sources else np.zeros(0, np.int64), kind="stable")
+    source_ptr = np.concatenate([[0], np.cumsum(np.bincount(np.concatenate(sources) if sources else np.zeros(0, np.int64),
+                                                            minlength=len(source_table)))])
+    target_ptr = np.concatenate([[0], np.cumsum([len(t) for t in targets])])
+    n_pairs, n_buckets, colliding, keys, hit_buckets, counts = kernels.pair_census(
+        source_hashes, source_ptr, owners[by_source], target_ptr,
+        np.concatenate(targets) if targets else np.zeros(0, np.int64),
+        np.concatenate(target_counts) if targets else np.zeros(0, np.int64), collection.hashes, hash_seed, bits,
+        np.unique(np.asarray(model_buckets, dtype=np.int64)), n_target=len(collection.strings))
+    order = np.argsort(keys)
+    return n_pairs, n_buckets, colliding, keys[order], hit_buckets[order], counts[order]
+
+
+def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets, bits, hash_seed=0, examples=3):
+    """Count hashing collisions and unhash the model's buckets over the training (q, d) pairs.
+
+    Over every distinct n-gram pair (s, t) of the (query, document) pairs of the training
+    triples: how many distinct pairs there are, how many buckets they occupy and how many
+    pairs share their bucket with another pair; and, for each bucket of ``model_buckets``,
+    the pairs seen in it with the number of training (q, d) pairs holding each.
+
+    Returns
+    -------
+    dict
+        ``pairs``, ``buckets``, ``colliding_pairs`` and ``examples``:
+        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``, at most ``examples`` pairs a
+        bucket, most frequent first.
+    """
+    docs_of = {}
+    for query, doc in zip(q.tolist(), docs.tolist()):
+        docs_of.setdefault(query, set()).add(doc)
+    n_target = len(collection.strings)
+    source_table = {}
+    kernels = _kernels()
+    census = _pair_census if kernels is not None else _pair_census_reference
+    n_pairs, n_buckets, colliding, hit_keys, hit_buckets, counts = census(
+        query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed)
     source_strings = list(source_table)
     found = {}
-    for key, bucket, count in zip(hit_keys.tolist(), hit_buckets.tolist(), counts.astype(np.int64).tolist()):
+    for key, bucket, count in zip(hit_keys.tolist(), hit_buckets.tolist(), counts.tolist()):
         s, t = divmod(key, n_target)
         found.setdefault(bucket, []).append((source_strings[s], collection.strings[t], count))
     for bucket, pairs in found.items():
         pairs.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
         found[bucket] = (len(pairs), pairs[:examples])
-    return {"pairs": int(n_pairs), "buckets": int(len(per_bucket)),
-            "colliding_pairs": int(per_bucket[per_bucket > 1].sum()), "examples": found}
+    return {"pairs": int(n_pairs), "buckets": int(n_buckets), "colliding_pairs": int(colliding), "examples": found}
 
 
 def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=()):

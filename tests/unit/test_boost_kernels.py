@@ -142,3 +142,18 @@ def test_training_equals_the_reference(tmp_path, reference):
             == [{k: v for k, v in bag.items() if k not in drop} for bag in slow.stats.pop("bags")])
     assert fast.stats == slow.stats
     assert len(fast.features) > 10
+
+
+@pytest.mark.parametrize("bits", [5, 12, 30])
+def test_training_pairs_equal_the_reference(bits, reference):
+    rng = np.random.default_rng(bits)
+    collection = random_collection(rng, n_docs=50)
+    grams = [list(rng.choice(WORDS, size=rng.integers(1, 8), replace=False)) for _ in range(8)]
+    hashes = [ngram_hashes(g) for g in grams]
+    q, docs, _ = random_triples(rng, collection, len(grams), count=40)
+    model_buckets = np.unique(cross_buckets(hashes[0], collection.hashes[:30], bits, 2))[::2]
+    fast = boost.training_pairs(grams, hashes, collection, q, docs, model_buckets, bits, 2)
+    with reference():
+        slow = boost.training_pairs(grams, hashes, collection, q, docs, model_buckets, bits, 2)
+    assert fast == slow and list(fast["examples"]) == list(slow["examples"])  # the same buckets in the same order
+    assert len(fast["examples"]) > 2 and (bits == 30 or fast["colliding_pairs"] > 0)
