@@ -543,8 +543,7 @@ def _pair_census_reference(query_grams, query_hashes, collection, docs_of, sourc
 def _pair_census(query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed):
     """Distinct pairs, occupied buckets, pairs sharing a bucket, and the pairs falling into ``model_buckets``
     (keys ``source * n_target + target`` ascending, their buckets and training (q, d) counts); numbers the
-    source n-grams in ``source_table`` (first seen first)."""
-    kernels = _kernels()
+    source n-grams in ``source_table`` (first seen first). The compiled counterpart of ``_pair_census_reference``."""
     sources, targets, target_counts = [], [], []
     for query, rows in docs_of.items():
         sources.append(np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]],
@@ -555,16 +554,14 @@ def _pair_census(query_grams, query_hashes, collection, docs_of, source_table, m
     source_hashes = np.zeros(len(source_table), np.uint32)
     for query, ids in zip(docs_of, sources):
         source_hashes[ids] = query_hashes[query]
-    owners = np.repeat(np.arange(len(sources)), [len(ids) for ids in sources])
-    by_source = np.argsort(np.concatenate(sources) if sources else np.zeros(0, np.int64), kind="stable")
-    source_ptr = np.concatenate([[0], np.cumsum(np.bincount(np.concatenate(sources) if sources else np.zeros(0, np.int64),
-                                                            minlength=len(source_table)))])
+    flat = np.concatenate(sources)
+    owners = np.repeat(np.arange(len(sources)), [len(ids) for ids in sources])[np.argsort(flat, kind="stable")]
+    source_ptr = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=len(source_table)))])
     target_ptr = np.concatenate([[0], np.cumsum([len(t) for t in targets])])
-    n_pairs, n_buckets, colliding, keys, hit_buckets, counts = kernels.pair_census(
-        source_hashes, source_ptr, owners[by_source], target_ptr,
-        np.concatenate(targets) if targets else np.zeros(0, np.int64),
-        np.concatenate(target_counts) if targets else np.zeros(0, np.int64), collection.hashes, hash_seed, bits,
-        np.unique(np.asarray(model_buckets, dtype=np.int64)), n_target=len(collection.strings))
+    n_pairs, n_buckets, colliding, keys, hit_buckets, counts = _kernels().pair_census(
+        source_hashes, source_ptr, owners, target_ptr, np.concatenate(targets), np.concatenate(target_counts),
+        collection.hashes, hash_seed, bits, np.unique(np.asarray(model_buckets, dtype=np.int64)),
+        n_target=len(collection.strings))
     order = np.argsort(keys)
     return n_pairs, n_buckets, colliding, keys[order], hit_buckets[order], counts[order]
 
@@ -589,8 +586,7 @@ def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets
         docs_of.setdefault(query, set()).add(doc)
     n_target = len(collection.strings)
     source_table = {}
-    kernels = _kernels()
-    census = _pair_census if kernels is not None else _pair_census_reference
+    census = _pair_census if _kernels() is not None else _pair_census_reference
     n_pairs, n_buckets, colliding, hit_keys, hit_buckets, counts = census(
         query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed)
     source_strings = list(source_table)
