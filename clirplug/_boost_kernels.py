@@ -62,20 +62,34 @@ def buckets(source, target, seed, mask):
     return out
 
 
-@_compiled
-def term_sums(source, target, seed, mask, features, weights):
-    """Per target hash: the sum over ``source`` of the weight of bucket(s, t) (0 without one), added in source
-    order. A bit set over the low bits of ``features`` (at most 1/64 full, small enough for the processor's
-    cache) rules out most pairs before the binary search among ``features``."""
-    n = len(features)
+@numba.njit(inline="always")
+def _low_bits(features):
+    """A bit set over the low bits of ``features`` (at most 1/64 full: small enough for the processor's cache)."""
     low = 10
-    while (1 << low) < 64 * n and low < 30:
+    while (1 << low) < 64 * len(features) and low < 30:
         low += 1
     low_mask = np.int64((1 << low) - 1)
     words = np.zeros((1 << low) >> 6, np.uint64)
     for f in features:
         bit = f & low_mask
         words[bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
+    return words, low_mask
+
+
+@numba.njit(inline="always")
+def _maybe(words, low_mask, bucket):
+    """False when ``bucket`` is surely not one of the features of the bit set ``words`` (``_low_bits``)."""
+    bit = bucket & low_mask
+    return (words[bit >> 6] & (np.uint64(1) << np.uint64(bit & 63))) != np.uint64(0)
+
+
+@_compiled
+def term_sums(source, target, seed, mask, features, weights):
+    """Per target hash: the sum over ``source`` of the weight of bucket(s, t) (0 without one), added in source
+    order. A bit set over the low bits of ``features`` (``_low_bits``) rules out most pairs before the binary
+    search among ``features``."""
+    n = len(features)
+    words, low_mask = _low_bits(features)
     states = np.empty(len(source), np.uint64)
     for i in range(len(source)):
         states[i] = _mix(np.uint64(seed), np.uint64(source[i]))
@@ -85,8 +99,7 @@ def term_sums(source, target, seed, mask, features, weights):
         for j in range(len(target)):
             ids[j] = _finish(states[i], target[j], mask)
         for j in range(len(target)):
-            bit = ids[j] & low_mask
-            if words[bit >> 6] & (np.uint64(1) << np.uint64(bit & 63)):
+            if _maybe(words, low_mask, ids[j]):
                 where = np.searchsorted(features, ids[j])
                 if where < n and features[where] == ids[j]:
                     out[j] += weights[where]
@@ -249,6 +262,7 @@ def pair_census(source_hashes, source_ptr, source_queries, target_ptr, targets, 
     pairs, of buckets they occupy, of pairs sharing a bucket, and the pairs in ``model_buckets`` (sorted):
     keys ``s * n_target + t``, buckets and summed counts, unsorted."""
     mask = np.int64((1 << bits) - 1)
+    words, low_mask = _low_bits(model_buckets)
     once = np.zeros(((1 << bits) + 63) >> 6, np.uint64)
     twice = np.zeros(((1 << bits) + 63) >> 6, np.uint64)
     seen = np.full(n_target, -1, np.int64)
@@ -271,11 +285,12 @@ def pair_census(source_hashes, source_ptr, source_queries, target_ptr, targets, 
                     if once[word] & bit:
                         twice[word] |= bit
                     once[word] |= bit
-                    where = np.searchsorted(model_buckets, bucket)
-                    if where < len(model_buckets) and model_buckets[where] == bucket:
-                        total[t] = 0
-                        hit_targets[n_hit_targets] = t
-                        n_hit_targets += 1
+                    if _maybe(words, low_mask, bucket):
+                        where = np.searchsorted(model_buckets, bucket)
+                        if where < len(model_buckets) and model_buckets[where] == bucket:
+                            total[t] = 0
+                            hit_targets[n_hit_targets] = t
+                            n_hit_targets += 1
                 total[t] += target_counts[e]
         for k in range(n_hit_targets):
             t = hit_targets[k]
@@ -301,8 +316,8 @@ def _grown(array):
 
 @numba.njit(inline="always")
 def _popcount(x):
-    count = 0
-    while x:
-        x &= x - np.uint64(1)
-        count += 1
-    return count
+    """The number of set bits of a 64-bit word (the SWAR sum of bit counts)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
