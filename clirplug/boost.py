@@ -77,6 +77,23 @@ def buckets(source, target, bits, seed=0):
     return (pair_hashes(source, target, seed) & np.uint32((1 << bits) - 1)).astype(np.int64)
 
 
+def _kernels():
+    """The compiled kernels (:mod:`clirplug._boost_kernels`), or None without numba: then the numpy code runs."""
+    try:
+        from clirplug import _boost_kernels
+    except ImportError:
+        return None
+    return _boost_kernels
+
+
+def cross_buckets(source, target, bits, seed=0):
+    """``buckets`` of every pair of the 1-D hash arrays ``source`` x ``target``, as a sources x targets array."""
+    kernels = _kernels()
+    if kernels is None:
+        return buckets(np.asarray(source)[:, None], np.asarray(target)[None, :], bits, seed)
+    return kernels.buckets(np.asarray(source, np.uint32), np.asarray(target, np.uint32), seed, (1 << bits) - 1)
+
+
 # ============================================================================ text to n-grams
 
 
@@ -229,6 +246,29 @@ def _column_runs(keys, row_bits):
     return unique >> row_bits, unique & ((1 << row_bits) - 1), counts
 
 
+def _triple_keys(query_hashes, collection, q, pos, neg, bits, hash_seed, row_bits):
+    """``{"P": keys, "M": keys}``: ``bucket << row_bits | i`` of each pair of ``S(q) x (T(d+) - T(d-))`` (P) and
+    ``S(q) x (T(d-) - T(d+))`` (M) of each triple i, unsorted."""
+    kernels = _kernels()
+    if kernels is not None:
+        lengths = np.array([len(h) for h in query_hashes], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = np.concatenate(query_hashes).astype(np.uint32) if len(query_hashes) else np.zeros(0, np.uint32)
+        plus, minus = kernels.triple_keys(
+            np.asarray(q, np.int64), np.asarray(pos, np.int64), np.asarray(neg, np.int64), indptr, flat,
+            collection.incidence.indptr.astype(np.int64), collection.incidence.indices, collection.hashes,
+            hash_seed, (1 << bits) - 1, row_bits)
+        return {"P": plus, "M": minus}
+    keys = {"P": [], "M": []}
+    for i, (query, plus, minus) in enumerate(zip(q, pos, neg)):
+        source = query_hashes[query][:, None]
+        a, b = collection.grams[plus], collection.grams[minus]
+        for name, only in (("P", np.setdiff1d(a, b, assume_unique=True)), ("M", np.setdiff1d(b, a, assume_unique=True))):
+            ids = buckets(source, collection.hashes[only][None, :], bits, hash_seed).ravel()
+            keys[name].append((ids << row_bits) | i)
+    return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in keys.items()}
+
+
 def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0, min_triples=1):
     """The hashed-feature incidence of triples: which buckets fire for d+ only, and for d- only.
 
@@ -248,16 +288,24 @@ def pair_matrices(query_hashes, collection, q, pos, neg, bits, hash_seed=0, min_
     import scipy.sparse as sp
 
     row_bits = max(int(len(q)).bit_length(), 1)
-    keys = {"P": [], "M": []}
-    for i, (query, plus, minus) in enumerate(zip(q, pos, neg)):
-        source = query_hashes[query][:, None]
-        a, b = collection.grams[plus], collection.grams[minus]
-        for name, only in (("P", np.setdiff1d(a, b, assume_unique=True)), ("M", np.setdiff1d(b, a, assume_unique=True))):
-            ids = buckets(source, collection.hashes[only][None, :], bits, hash_seed).ravel()
-            keys[name].append((ids << row_bits) | i)
+    keys = _triple_keys(query_hashes, collection, q, pos, neg, bits, hash_seed, row_bits)
     # sorting bucket<<row_bits|row keys yields CSC order directly, duplicates adjacent
-    runs = {name: _column_runs(np.sort(np.concatenate(keys[name])) if keys[name] else np.zeros(0, np.int64), row_bits)
-            for name in ("P", "M")}
+    kernels = _kernels()
+    if kernels is not None:
+        for name in ("P", "M"):
+            keys[name].sort()
+        features = np.empty(kernels.kept_buckets(keys["P"], keys["M"], row_bits, min_triples, np.empty(0, np.int64)),
+                            dtype=np.int64)
+        kernels.kept_buckets(keys["P"], keys["M"], row_bits, min_triples, features)
+        matrices = []
+        for name in ("P", "M"):
+            indptr, indices, data = kernels.csr_of_keys(keys.pop(name), features, row_bits, len(q))
+            matrices.append(sp.csr_matrix((data, indices, indptr), shape=(len(q), len(features))))
+        return matrices[0], matrices[1], features
+    runs = {}
+    for name in ("P", "M"):
+        keys[name].sort()
+        runs[name] = _column_runs(keys.pop(name), row_bits)
     del keys
     everything = distinct(np.concatenate([runs["P"][0], runs["M"][0]]))
     triples_per_bucket = np.zeros(len(everything), np.int64)
@@ -290,6 +338,9 @@ def _gather_rows(matrix, rows):
     lengths = matrix.indptr[rows + 1] - starts
     offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
     return matrix.indices[offsets], matrix.data[offsets], lengths
+
+
+_BLOCK = 1 << 15  # columns whose W+-, criterion (768 kB) fit a core's cache: the kernels update them a block at a time
 
 
 class RankBoost:
@@ -327,6 +378,7 @@ class RankBoost:
         self.w_minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
         self.criterion = self._criterion(slice(None))
         self._touched = np.zeros(len(self.criterion), dtype=bool)
+        self._blocks = None  # the kernels' view of P and M by blocks of columns
 
     def _criterion(self, index):
         plus, minus = np.maximum(self.w_plus[index], 0.0), np.maximum(self.w_minus[index], 0.0)
@@ -369,6 +421,18 @@ class RankBoost:
         delta = updated - self.d[rows]
         self.d[rows] = updated
         self.z += float(delta.sum())
+        self._update(rows, delta)
+        return h, w
+
+    def _update(self, rows, delta):
+        """Add ``delta`` (the change of ``D`` of ``rows``) into ``W+-`` and refresh the criterion where they changed."""
+        kernels = _kernels()
+        if kernels is not None:
+            if self._blocks is None:
+                self._blocks = tuple((kernels.block_starts(m.indptr, m.indices, m.shape[1], _BLOCK), m.indices, m.data)
+                                     for m in (self.positive, self.negative))
+            kernels.add_rows(*self._blocks, rows, delta, self.w_plus, self.w_minus, self.criterion)
+            return
         touched = []
         for matrix, totals in ((self.positive, self.w_plus), (self.negative, self.w_minus)):
             columns, counts, lengths = _gather_rows(matrix, rows)
@@ -379,7 +443,6 @@ class RankBoost:
         touched = np.flatnonzero(self._touched)
         self._touched[touched] = False
         self.criterion[touched] = self._criterion(touched)
-        return h, w
 
     def fit(self, iterations):
         """Run up to ``iterations`` steps; return the chosen features and weights (arrays)."""
@@ -445,30 +508,15 @@ def average_bags(results, bags):
     return unique, averaged, first.astype(np.int32)
 
 
-def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets, bits, hash_seed=0, examples=3):
-    """Count hashing collisions and unhash the model's buckets over the training (q, d) pairs.
-
-    Over every distinct n-gram pair (s, t) of the (query, document) pairs of the training
-    triples: how many distinct pairs there are, how many buckets they occupy and how many
-    pairs share their bucket with another pair; and, for each bucket of ``model_buckets``,
-    the pairs seen in it with the number of training (q, d) pairs holding each.
-
-    Returns
-    -------
-    dict
-        ``pairs``, ``buckets``, ``colliding_pairs`` and ``examples``:
-        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``, at most ``examples`` pairs a
-        bucket, most frequent first.
-    """
-    docs_of = {}
-    for query, doc in zip(q.tolist(), docs.tolist()):
-        docs_of.setdefault(query, set()).add(doc)
+def _pair_census_reference(query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits,
+                           hash_seed):
+    """``_pair_census`` in numpy: every (q, d) pair's n-gram pairs hashed, then sorted."""
     n_target = len(collection.strings)
-    source_table, keys, ids, hits, hit_buckets, hit_counts = {}, [], [], [], [], []
+    keys, ids, hits, hit_buckets, hit_counts = [], [], [], [], []
     for query, rows in docs_of.items():
         source = np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]], dtype=np.int64)
         target, per_target = np.unique(np.concatenate([collection.grams[row] for row in rows]), return_counts=True)
-        bucket = buckets(query_hashes[query][:, None], collection.hashes[target][None, :], bits, hash_seed)
+        bucket = cross_buckets(query_hashes[query], collection.hashes[target], bits, hash_seed)
         key = source[:, None] * n_target + target[None, :].astype(np.int64)
         keys.append(key.ravel())
         ids.append(bucket.ravel())
@@ -488,16 +536,68 @@ def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets
     hit_keys, first, inverse = np.unique(np.concatenate(hits), return_index=True, return_inverse=True)
     counts = np.bincount(inverse.ravel(), weights=np.concatenate(hit_counts), minlength=len(hit_keys))
     hit_buckets = np.concatenate(hit_buckets)[first]
+    return (n_pairs, len(per_bucket), per_bucket[per_bucket > 1].sum(), hit_keys, hit_buckets,
+            counts.astype(np.int64))
+
+
+def _pair_census(query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed):
+    """Distinct pairs, occupied buckets, pairs sharing a bucket, and the pairs falling into ``model_buckets``
+    (keys ``source * n_target + target`` ascending, their buckets and training (q, d) counts); numbers the
+    source n-grams in ``source_table`` (first seen first). The compiled counterpart of ``_pair_census_reference``."""
+    sources, targets, target_counts = [], [], []
+    for query, rows in docs_of.items():
+        sources.append(np.array([source_table.setdefault(g, len(source_table)) for g in query_grams[query]],
+                                dtype=np.int64))
+        target, per_target = np.unique(np.concatenate([collection.grams[row] for row in rows]), return_counts=True)
+        targets.append(target.astype(np.int64))
+        target_counts.append(per_target.astype(np.int64))
+    source_hashes = np.zeros(len(source_table), np.uint32)
+    for query, ids in zip(docs_of, sources):
+        source_hashes[ids] = query_hashes[query]
+    flat = np.concatenate(sources)
+    owners = np.repeat(np.arange(len(sources)), [len(ids) for ids in sources])[np.argsort(flat, kind="stable")]
+    source_ptr = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=len(source_table)))])
+    target_ptr = np.concatenate([[0], np.cumsum([len(t) for t in targets])])
+    n_pairs, n_buckets, colliding, keys, hit_buckets, counts = _kernels().pair_census(
+        source_hashes, source_ptr, owners, target_ptr, np.concatenate(targets), np.concatenate(target_counts),
+        collection.hashes, hash_seed, bits, np.unique(np.asarray(model_buckets, dtype=np.int64)),
+        n_target=len(collection.strings))
+    order = np.argsort(keys)
+    return n_pairs, n_buckets, colliding, keys[order], hit_buckets[order], counts[order]
+
+
+def training_pairs(query_grams, query_hashes, collection, q, docs, model_buckets, bits, hash_seed=0, examples=3):
+    """Count hashing collisions and unhash the model's buckets over the training (q, d) pairs.
+
+    Over every distinct n-gram pair (s, t) of the (query, document) pairs of the training
+    triples: how many distinct pairs there are, how many buckets they occupy and how many
+    pairs share their bucket with another pair; and, for each bucket of ``model_buckets``,
+    the pairs seen in it with the number of training (q, d) pairs holding each.
+
+    Returns
+    -------
+    dict
+        ``pairs``, ``buckets``, ``colliding_pairs`` and ``examples``:
+        ``{bucket: (n_pairs, [(src, tgt, count), ...])}``, at most ``examples`` pairs a
+        bucket, most frequent first.
+    """
+    docs_of = {}
+    for query, doc in zip(q.tolist(), docs.tolist()):
+        docs_of.setdefault(query, set()).add(doc)
+    n_target = len(collection.strings)
+    source_table = {}
+    census = _pair_census if _kernels() is not None else _pair_census_reference
+    n_pairs, n_buckets, colliding, hit_keys, hit_buckets, counts = census(
+        query_grams, query_hashes, collection, docs_of, source_table, model_buckets, bits, hash_seed)
     source_strings = list(source_table)
     found = {}
-    for key, bucket, count in zip(hit_keys.tolist(), hit_buckets.tolist(), counts.astype(np.int64).tolist()):
+    for key, bucket, count in zip(hit_keys.tolist(), hit_buckets.tolist(), counts.tolist()):
         s, t = divmod(key, n_target)
         found.setdefault(bucket, []).append((source_strings[s], collection.strings[t], count))
     for bucket, pairs in found.items():
         pairs.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
         found[bucket] = (len(pairs), pairs[:examples])
-    return {"pairs": int(n_pairs), "buckets": int(len(per_bucket)),
-            "colliding_pairs": int(per_bucket[per_bucket > 1].sum()), "examples": found}
+    return {"pairs": int(n_pairs), "buckets": int(n_buckets), "colliding_pairs": int(colliding), "examples": found}
 
 
 def train(topics, qrels, collection, config, jobs=2, progress=False, holdout=()):
@@ -618,7 +718,11 @@ class BoostModel:
         """
         grams = query_ngrams(text, self.config.order, self.config.src_lang)
         learned = np.zeros(len(collection.strings))
-        if grams:
+        kernels = _kernels()
+        if grams and kernels is not None and len(self.features):
+            learned = kernels.term_sums(ngram_hashes(grams, self.config.hash_seed), collection.hashes,
+                                        self.config.hash_seed, (1 << self.config.bits) - 1, self.features, self.weights)
+        elif grams:
             source = ngram_hashes(grams, self.config.hash_seed)[:, None]
             for start in range(0, len(collection.strings), 1 << 18):
                 target = collection.hashes[None, start:start + (1 << 18)]
