@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clirplug.executor import ExecutorSettings
+from clirplug.executor import ExecutorSettings, native_signal_handlers_kept
 from clirplug.experiment.stages import translate_topics
 from clirplug.io.topics import read_topics
 
@@ -54,8 +54,9 @@ def main():
                 import ray
 
                 start = time.perf_counter()
-                ray.init(num_cpus=jobs, object_store_memory=200 * 1024 * 1024, include_dashboard=False,
-                         log_to_driver=False)
+                with native_signal_handlers_kept():
+                    ray.init(num_cpus=jobs, object_store_memory=200 * 1024 * 1024, include_dashboard=False,
+                             log_to_driver=False)
                 started = time.perf_counter() - start
             try:
                 with tempfile.TemporaryDirectory(prefix="clirplug-model-") as folder:
@@ -66,7 +67,8 @@ def main():
                     seconds = time.perf_counter() - start
             finally:
                 if executor == "ray":
-                    ray.shutdown()
+                    with native_signal_handlers_kept():
+                        ray.shutdown()
             texts = [text for text, _ in translated]
             first = first or texts
             print(f"| {executor} | {jobs} | {started:.1f} | {seconds:.1f} | {len(topics) / seconds:.2f} | "

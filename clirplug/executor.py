@@ -15,6 +15,8 @@ worker process reads it from there once. Results never depend on the executor no
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import signal
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -22,6 +24,30 @@ from clirplug.errors import ClirplugError
 
 EXECUTORS = ("local", "ray")
 RAY_RETRIES = 3  # a task whose worker died (killed, out of memory, node lost) runs again this many times
+
+
+# The faults a running JVM raises on purpose and handles itself (safepoint polls, implicit null
+# checks). ray.init puts Ray's crash reporter in their place and ray.shutdown resets them to the
+# default, after which the next such fault of the JVM kills the process.
+JVM_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
+_SIGACTION_BYTES = 256  # more than any platform's struct sigaction (152 bytes on Linux x86-64)
+
+
+@contextlib.contextmanager
+def native_signal_handlers_kept():
+    """Run the body (``ray.init``, ``ray.shutdown``) and then give the :data:`JVM_SIGNALS` back the native
+    handlers they had before it, so that a JVM in this process (:mod:`clirplug.lucene`) keeps working."""
+    libc = ctypes.CDLL(None)
+    saved = []
+    for number in JVM_SIGNALS:
+        action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+        if libc.sigaction(int(number), None, action) == 0:
+            saved.append((number, action))
+    try:
+        yield
+    finally:
+        for number, action in saved:
+            libc.sigaction(int(number), action, None)
 
 
 class WorkerLost(ClirplugError):
@@ -176,8 +202,9 @@ class RayExecutor(Executor):
             if not local:
                 _check_reachable(self.settings.ray_address)
             try:
-                ray.init(address=self.settings.ray_address, num_cpus=self.jobs if local else None,
-                         include_dashboard=False, log_to_driver=False)
+                with native_signal_handlers_kept():
+                    ray.init(address=self.settings.ray_address, num_cpus=self.jobs if local else None,
+                             include_dashboard=False, log_to_driver=False)
             except (ConnectionError, ValueError, RuntimeError) as error:
                 raise ClirplugError(f"Ray at {self.settings.ray_address or 'this machine'}: {error}") from None
             self._started = True
@@ -204,7 +231,8 @@ class RayExecutor(Executor):
 
     def close(self) -> None:
         if self._started:
-            self._ray.shutdown()
+            with native_signal_handlers_kept():
+                self._ray.shutdown()
             self._started = False
 
 

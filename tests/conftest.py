@@ -50,11 +50,15 @@ def ray_cluster():
 
     import ray
 
+    from clirplug.executor import native_signal_handlers_kept
+
     paths = [str(REPO), str(REPO / "tests" / "unit"), str(REPO / "tests" / "integration"), os.environ.get("PYTHONPATH", "")]
-    ray.init(num_cpus=2, object_store_memory=200 * 1024 * 1024, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}})
+    with native_signal_handlers_kept():  # the session's JVM keeps its own handlers
+        ray.init(num_cpus=2, object_store_memory=200 * 1024 * 1024, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}})
     yield ray
-    ray.shutdown()
+    with native_signal_handlers_kept():
+        ray.shutdown()
 
 
 # ----------------------------------------------------------------------------- tiers

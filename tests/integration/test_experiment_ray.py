@@ -76,3 +76,29 @@ def test_demo_on_ray_with_a_killed_worker_writes_the_local_bytes(demo, ray_clust
     assert len(runs) >= 20 and runs == _digests(local.run_dir, "*.trec")
     models = _digests(config.model_dir, "*.weights")
     assert models and models == _digests(local.model_dir, "*.weights")
+
+
+def _native_handler(number) -> int:
+    """The address of the native handler of signal ``number`` (0: the default)."""
+    import ctypes
+
+    action = ctypes.create_string_buffer(256)
+    assert ctypes.CDLL(None).sigaction(int(number), None, action) == 0
+    return ctypes.c_void_p.from_buffer(action).value or 0
+
+
+def test_starting_and_stopping_ray_leaves_the_jvm_its_signal_handlers():
+    """ray.init installs Ray's crash handlers and ray.shutdown resets them to the default; either kills a
+    JVM in the same process at its next safepoint. The Ray executor gives the JVM its handlers back."""
+    from clirplug.executor import JVM_SIGNALS, ExecutorSettings, make_executor
+    from clirplug.lucene._jvm import jclass
+
+    system = jclass("java.lang.System")  # the JVM runs in this process
+    before = {number: _native_handler(number) for number in JVM_SIGNALS}
+    assert before[signal.SIGSEGV] != 0
+    with make_executor(ExecutorSettings("ray", jobs=1)) as executor:
+        assert {number: _native_handler(number) for number in JVM_SIGNALS} == before
+        assert list(executor.map(abs, [-2, 3])) == [2, 3]
+        system.gc()  # a safepoint with Ray running
+    assert {number: _native_handler(number) for number in JVM_SIGNALS} == before
+    system.gc()  # and after Ray stopped
