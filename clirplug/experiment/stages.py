@@ -117,7 +117,7 @@ def _models() -> dict:
     from clirplug.train.weights import WeightsSettings, train_weights_on_bitext
 
     return {
-        "align": Model(AlignSettings, train_align, _align_arguments),
+        "align": Model(AlignSettings, train_align, _align_arguments, progress=True),
         "grammar": Model(GrammarSettings, train_grammar, _grammar_arguments,
                          needs=("align",), per_kind=True, filtered=True, progress=True),
         "lm": Model(LmSettings, train_lm, _lm_arguments),

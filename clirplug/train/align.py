@@ -71,10 +71,11 @@ def dictionary_pairs(path: Path, src_lang, tgt_lang, splitter, src_vocab, tgt_vo
 
 def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = AlignSettings(), *,
                 src_lang: str = "de", tgt_lang: str = "en", dictionary: Path | None = None,
-                force: bool = False) -> Path:
+                force: bool = False, progress: bool = True) -> Path:
     """Align the bitext ``src``/``tgt`` into the model folder ``out`` (see ``docs/models.md``).
 
-    ``dictionary`` (TSV ``source<TAB>target``) adds entries to EM as extra sentence pairs.
+    ``dictionary`` (TSV ``source<TAB>target``) adds entries to EM as extra sentence pairs;
+    ``progress`` shows progress bars.
     """
     from tqdm import tqdm
 
@@ -118,7 +119,8 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
         src_lines, tgt_lines = read_lines(src), read_lines(tgt)
         if len(src_lines) != len(tgt_lines):
             raise ClirplugError(f"{src}: {len(src_lines)} lines but {tgt} has {len(tgt_lines)}")
-        src_tokens = [preprocess(line, src_lang, splitter) for line in tqdm(src_lines, desc="preprocess", leave=False)]
+        src_tokens = [preprocess(line, src_lang, splitter) for line in tqdm(src_lines, desc="preprocess", leave=False,
+                                                                              disable=not progress)]
         tgt_tokens = [preprocess(line, tgt_lang) for line in tgt_lines]
         pairs = []
         if dictionary is not None:
@@ -152,13 +154,14 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
             lines = len(conditioning)
             conditioning += read_tokens(given[1])
             generated += read_tokens(predicted[1])
-            bar = tqdm(total=config.model1_iterations + config.ibm2_iterations, desc=f"align {name}")
+            bar = tqdm(total=config.model1_iterations + config.ibm2_iterations, desc=f"align {name}",
+                       disable=not progress)
 
-            def progress(stats):
+            def report(stats):
                 bar.set_postfix(model=stats.model, loglik=f"{stats.log_likelihood:.4g}", tension=f"{stats.tension:.3g}")
                 bar.update()
 
-            result = train(conditioning, generated, config, progress)
+            result = train(conditioning, generated, config, report)
             bar.close()
             table = result.model.table(settings.lex_min_prob)
             table.save_text(out / f"{table_name}.txt")
