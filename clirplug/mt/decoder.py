@@ -435,12 +435,19 @@ class Decoder:
             finally:
                 self._lm.reset()  # frees the sentence's LM states before the collector runs again
 
-    def _forest(self, tokens: list[str]) -> Hypergraph:
+    def _walk(self, tokens: list[str], cube, rules, copy, glue_top, glue_left):
+        """The chart both cube prunings fill: each span's X cell from the rules that apply there (an
+        unknown word copied), shortest spans first, then the S cells glued from the left. Returns
+        the ``S(0, n)`` cell (``None`` when empty).
+
+        ``cube(label, groups)`` fills one cell (``None`` when empty); ``rules(src, compiled)`` gives the
+        rules of a source side as ``cube`` takes them, ``copy(word)`` those copying an unknown word,
+        ``glue_top`` and ``glue_left`` the glue rules.
+        """
         n = len(tokens)
-        numbers = itertools.count()  # hypotheses in creation order
         applications = self._applications(tokens)
-        spans: dict[tuple[int, int], list[_Hypothesis]] = {}  # the X cells
-        glued: list[list[_Hypothesis] | None] = [None] * (n + 1)  # glued[j]: the S cell (0, j)
+        spans: dict[tuple[int, int], object] = {}  # the X cells
+        glued: list = [None] * (n + 1)  # glued[j]: the S cell (0, j)
         for length in range(1, n + 1):
             for i in range(n - length + 1):
                 j = i + length
@@ -448,54 +455,39 @@ class Decoder:
                 for src, elements in applications.get((i, j), ()):
                     compiled, picks = self._rules_for(src)
                     tails = tuple([spans.get(elements[p]) for p in picks])
-                    if all(tails):
-                        groups.append((compiled, tails, elements))
-                if length == 1 and not groups:  # an unknown word: copy it
-                    groups.append(([self._pass_through(tokens[i])], (), (i,)))
-                if groups:
-                    spans[(i, j)] = self._cube(("X", i, j), groups, numbers)
-            glue = []
-            if (0, length) in spans:
-                glue.append((self._glue_top, (spans[(0, length)],), ()))
-            for k in range(1, length):
-                left, right = glued[k], spans.get((k, length))
-                if left and right:
-                    glue.append((self._glue_left, (left, right), ()))
-            glued[length] = self._cube(("S", 0, length), glue, numbers)
-        return self._build(glued[n] if n else [], n)
-
-    def _forest_arrays(self, tokens: list[str]) -> Hypergraph:
-        """:meth:`_forest` with cube pruning by the compiled kernel, on a :class:`~clirplug.mt.cube.Chart`."""
-        n = len(tokens)
-        if self._memo is None or self._memo.full():
-            self._memo = _kernel().LMMemo(self.lm, self._table)
-        chart = _kernel().Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
-        applications = self._applications(tokens)
-        spans: dict[tuple[int, int], tuple[int, int]] = {}  # the X cells, as (start, count) in chart.cell_hyps
-        glued: list[tuple[int, int] | None] = [None] * (n + 1)
-        for length in range(1, n + 1):
-            for i in range(n - length + 1):
-                j = i + length
-                groups = []
-                for src, elements in applications.get((i, j), ()):
-                    _, picks = self._rules_for(src)
-                    tails = tuple([spans.get(elements[p]) for p in picks])
                     if None not in tails:
-                        groups.append((self._rids[src], tails, elements))
+                        groups.append((rules(src, compiled), tails, elements))
                 if length == 1 and not groups:  # an unknown word: copy it
-                    groups.append(([self._pass_through(tokens[i]).rid], (), (i,)))
+                    groups.append((copy(tokens[i]), (), (i,)))
                 if groups:
-                    spans[(i, j)] = chart.cube(("X", i, j), groups)
+                    spans[(i, j)] = cube(("X", i, j), groups)
             glue = []
-            if (0, length) in spans:
-                glue.append(([self._glue_top[0].rid], (spans[(0, length)],), ()))
+            if spans.get((0, length)) is not None:
+                glue.append((glue_top, (spans[(0, length)],), ()))
             for k in range(1, length):
                 left, right = glued[k], spans.get((k, length))
                 if left is not None and right is not None:
-                    glue.append(([self._glue_left[0].rid], (left, right), ()))
+                    glue.append((glue_left, (left, right), ()))
             if glue:
-                glued[length] = chart.cube(("S", 0, length), glue)
-        return self._build_arrays(chart, glued[n] if n else None, n)
+                glued[length] = cube(("S", 0, length), glue)
+        return glued[n] if n else None
+
+    def _forest(self, tokens: list[str]) -> Hypergraph:
+        numbers = itertools.count()  # hypotheses in creation order
+        top = self._walk(tokens, lambda cell, groups: self._cube(cell, groups, numbers) or None,
+                         lambda src, compiled: compiled, lambda word: [self._pass_through(word)],
+                         self._glue_top, self._glue_left)
+        return self._build(top or [], len(tokens))
+
+    def _forest_arrays(self, tokens: list[str]) -> Hypergraph:
+        """:meth:`_forest` with cube pruning by the compiled kernel, on a :class:`~clirplug.mt.cube.Chart`."""
+        if self._memo is None or self._memo.full():
+            self._memo = _kernel().LMMemo(self.lm, self._table)
+        chart = _kernel().Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
+        top = self._walk(tokens, chart.cube, lambda src, compiled: self._rids[src],
+                         lambda word: [self._pass_through(word).rid], [self._glue_top[0].rid],
+                         [self._glue_left[0].rid])
+        return self._build_arrays(chart, top, len(tokens))
 
     def _build_arrays(self, chart, top: tuple[int, int] | None, n: int) -> Hypergraph:
         """:meth:`_build` over a :class:`~clirplug.mt.cube.Chart` (``top``: the ``S(0, n)`` cell)."""
