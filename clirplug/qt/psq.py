@@ -44,6 +44,29 @@ from clirplug.qt.psq_tables import PsqSettings
 Expression = tuple[tuple[str, int], ...]  # ((index term, relative position), ...)
 
 
+def source_projection(query: Sequence[Mapping[Expression, float]]):
+    """A query's projection: the ``expressions × sources`` matrix of ``p(expression | source)``, each
+    source's count in the query, and the expressions (rows) in order of first appearance.
+
+    Identical source distributions (a repeated token) are one column counted as often as they occur.
+    """
+    keyed: dict[tuple, int] = {}
+    for dist in query:
+        key = tuple(sorted(dist.items()))
+        keyed[key] = keyed.get(key, 0) + 1
+    sources = list(keyed)
+    counts = np.array([keyed[key] for key in sources], dtype=np.float64)
+    vocabulary: dict[Expression, int] = {}
+    rows, cols, probs = [], [], []
+    for s, key in enumerate(sources):
+        for expression, p in key:
+            rows.append(vocabulary.setdefault(expression, len(vocabulary)))
+            cols.append(s)
+            probs.append(p)
+    projection = sp.csr_matrix((probs, (rows, cols)), shape=(len(vocabulary), len(sources)))
+    return projection, counts, list(vocabulary)
+
+
 class PsqScorer:
     """PSQ retrieval over one Lucene index.
 
@@ -110,22 +133,8 @@ class PsqScorer:
         """Internal numbers and PSQ scores of the candidate documents of ``query`` (unordered)."""
         if not query:
             return np.zeros(0, np.int64), np.zeros(0)
-        # identical source distributions (a repeated token) are one column counted m times
-        keyed: dict[tuple, int] = {}
-        for dist in query:
-            key = tuple(sorted(dist.items()))
-            keyed[key] = keyed.get(key, 0) + 1
-        sources = list(keyed)
-        counts = np.array([keyed[key] for key in sources], dtype=np.float64)
-        vocabulary: dict[Expression, int] = {}
-        rows, cols, probs = [], [], []
-        for s, key in enumerate(sources):
-            for expression, p in key:
-                rows.append(vocabulary.setdefault(expression, len(vocabulary)))
-                cols.append(s)
-                probs.append(p)
-        projection = sp.csr_matrix((probs, (rows, cols)), shape=(len(vocabulary), len(sources)))
-        tf_e, df_e = self._columns(list(vocabulary))
+        projection, counts, expressions = source_projection(query)
+        tf_e, df_e = self._columns(expressions)
         tf = (tf_e @ projection).tocoo()  # documents × sources: tf(f, E)
         df = projection.T @ df_e  # df(f)
         idf = self.index.idf(df)

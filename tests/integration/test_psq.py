@@ -10,7 +10,7 @@ from clirplug.io.runs import read_run
 from clirplug.io.topics import read_topics
 from clirplug.lucene.reader import LuceneIndex
 from clirplug.lucene.search import Bm25Searcher, anserini_score_ties
-from clirplug.qt.psq import PsqScorer
+from clirplug.qt.psq import PsqScorer, source_projection
 
 from lucene_tiny import TINY_DOCS
 
@@ -112,21 +112,8 @@ def _reference_score(scorer, query):
 
     from clirplug import bm25
 
-    keyed: dict = {}
-    for dist in query:
-        key = tuple(sorted(dist.items()))
-        keyed[key] = keyed.get(key, 0) + 1
-    sources = list(keyed)
-    counts = np.array([keyed[key] for key in sources], dtype=np.float64)
-    vocabulary: dict = {}
-    rows, cols, probs = [], [], []
-    for s, key in enumerate(sources):
-        for expression, p in key:
-            rows.append(vocabulary.setdefault(expression, len(vocabulary)))
-            cols.append(s)
-            probs.append(p)
-    projection = sp.csr_matrix((probs, (rows, cols)), shape=(len(vocabulary), len(sources)))
-    index, expressions = scorer.index, list(vocabulary)
+    projection, counts, expressions = source_projection(query)
+    index = scorer.index
     single = [e[0][0] for e in expressions if len(e) == 1]
     columns = index.term_columns(single)
     parts = {}
