@@ -28,8 +28,9 @@ from typing import NamedTuple
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
+from clirplug.io.runs import RUN_COLUMNS
 
-COLUMNS = ["qid", "docid", "rank", "score", "translation"]
+COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
 
 
 class Hit(NamedTuple):

@@ -34,22 +34,6 @@ COMMANDS = {
 }
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type=``: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An argparse ``type=``: an integer of at least 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
-    return value
-
-
 def add_aliases(container, action, *aliases):
     """Let the option names ``aliases`` (old names) set ``action`` too, hidden from help and usage.
 
@@ -66,10 +50,10 @@ def add_aliases(container, action, *aliases):
     return action
 
 
-def add_output(container, help: str, required: bool = True, metavar: str = "FILE"):
-    """``--output FILE`` (old name ``--out``): the file a command writes."""
-    return add_aliases(container, container.add_argument("--output", required=required, metavar=metavar, help=help),
-                       "--out")
+def add_output(container, help: str, required: bool = True, metavar: str = "FILE", **options):
+    """``--output FILE`` (old name ``--out``): the file or folder a command writes (``options``: argparse's)."""
+    return add_aliases(container, container.add_argument("--output", required=required, metavar=metavar, help=help,
+                                                         **options), "--out")
 
 
 def add_src_lang(container, help: str = "query (source) language, for tokenization (default: de)"):

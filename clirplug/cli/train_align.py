@@ -8,13 +8,14 @@ HELP = "word-align a bitext (IBM Model 1 + fast_align IBM2, both directions, sym
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.align import AlignSettings
 
     data = parser.add_argument_group("data")
     data.add_argument("--src", required=True, type=Path, help="source side (e.g. German), one segment a line")
     data.add_argument("--tgt", required=True, type=Path, help="target side (e.g. English), line-aligned")
-    data.add_argument("--output", "--out", required=True, type=Path, help="model folder (created; see docs/models.md)")
+    add_output(data, "model folder (created; see docs/models.md)", metavar="DIR", type=Path)
     data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--dictionary", type=Path,

@@ -4,14 +4,14 @@ HELP = "bagged RankBoost over hashed (German n-gram, English n-gram) pairs, from
 
 
 def add_arguments(parser):
-    from clirplug.cli import add_executor
+    from clirplug.cli import add_executor, add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.boost import BoostSettings
 
     parser.add_argument("--topics", required=True, metavar="FILE", help="training topics (the train split)")
     parser.add_argument("--qrels", required=True, metavar="FILE", help="their relevance judgements")
     parser.add_argument("--corpus", required=True, metavar="PATH", help="the English collection (JSONL file or folder)")
-    parser.add_argument("--output", required=True, metavar="FILE", help="model file to write (.npz)")
+    add_output(parser, "model file to write (.npz)")
     add_settings(parser, BoostSettings)
     parser.add_argument("--jobs", type=int, default=2, help="bags trained in parallel (default: 2)")
     add_executor(parser)

@@ -8,13 +8,14 @@ HELP = "extract a flat phrase table or a hierarchical (Hiero) grammar from an al
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.grammar import KINDS, GrammarSettings
 
     data = parser.add_argument_group("data")
     data.add_argument("--kind", required=True, choices=KINDS, help="flat phrase pairs or Hiero rules")
     data.add_argument("--model", required=True, type=Path, metavar="DIR", help="model folder of `clirplug train align`")
-    data.add_argument("--output", "--out", type=Path, help="grammar file (default: DIR/grammar.<kind>.gz; .gz compresses)")
+    add_output(data, "grammar file (default: DIR/grammar.<kind>.gz; .gz compresses)", required=False, type=Path)
     data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--filter", type=Path, metavar="TEXT",

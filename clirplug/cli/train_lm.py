@@ -6,6 +6,7 @@ HELP = "estimate an n-gram language model (interpolated modified Kneser-Ney, ARP
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.lm import LmSettings
 
@@ -14,7 +15,7 @@ def add_arguments(parser):
     parser.add_argument("--jsonl", type=Path, action="append", default=[], metavar="FILE",
                         help="documents as JSON lines; their 'title' and 'contents', split into sentences (repeatable)")
     parser.add_argument("--lang", default="en", help="language of the text, for preprocessing (default: en)")
-    parser.add_argument("--output", "--out", type=Path, required=True, help="ARPA file to write")
+    add_output(parser, "ARPA file to write", type=Path)
     add_settings(parser, LmSettings)
     parser.add_argument("--force", action="store_true", help="estimate even when the model is up to date")
 

@@ -4,6 +4,7 @@ HELP = "MIRA weights that rerank the decoder's n-best query translations by retr
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.mira import MiraSettings
 
@@ -14,7 +15,7 @@ def add_arguments(parser):
     parser.add_argument("--qrels", required=True, metavar="FILE", help="their relevance judgements")
     parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
                         help="query field; not title: sentence by sentence, as DT (default: title)")
-    parser.add_argument("--output", required=True, metavar="FILE", help="model file to write (JSON)")
+    add_output(parser, "model file to write (JSON)")
     add_settings(parser, MiraSettings)
     parser.add_argument("--stopwords", metavar="FILE", help="target stopwords removed before search (as DT's --stopwords)")
     parser.add_argument("--searches", metavar="FILE",

@@ -8,6 +8,7 @@ QUERY_INPUTS = {"title": ("corpus",), "desc": ("bitext_src", "bitext_tgt", "bite
 
 
 def add_arguments(parser):
+    from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.train.weights import WeightsSettings
 
@@ -17,7 +18,7 @@ def add_arguments(parser):
     parser.add_argument("--tgt", help="tuning reference text, line-aligned with --src")
     parser.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     parser.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
-    parser.add_argument("--output", "--out", metavar="FILE", help="weights file (default: DIR/weights.KIND)")
+    add_output(parser, "weights file (default: DIR/weights.KIND)", required=False)
     add_settings(parser, WeightsSettings)
     queries = parser.add_argument_group(
         "parallel queries", "query-genre tuning (Nikoulina et al. 2012): tune on topics paired with their English "
