@@ -21,8 +21,8 @@ scores plus the IR part).
 
 Inference (§3, "Implementation and Complexity Analysis"): one Viterbi pass per sentence over
 all candidates at once, on an edges × documents matrix built from the sparse term incidence of
-the edges and the documents' BM25 weights (scores only: :class:`ViterbiPlan`, float32; with the
-winning derivations: :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); documents that
+the edges and the documents' BM25 weights (:class:`~clirplug.mt.hypergraph.ViterbiPlan`, in float32 to
+rank, in float64 for training's subgradients); documents that
 activate no IR feature keep the SMT Viterbi score without a pass (pre-filtering); an optional
 beam considers only the first ``beam`` incoming edges of a node in the decoder's (cube pruning,
 best first) order. Multi-sentence queries are a product of experts: each sentence ranks the
@@ -44,11 +44,11 @@ from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
 from clirplug.errors import ClirplugError, warn, where
 from clirplug.mt.features import check_feature, weight_lines
 from clirplug.mt.grammar import is_nonterminal
-from clirplug.mt.hypergraph import Hypergraph
+from clirplug.mt.hypergraph import Hypergraph, ViterbiPlan
 
 DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
 DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
-MAX_CELLS = 1_000_000  # edges × documents per back-pointer pass (viterbi_batch): bounds memory
+MAX_CELLS = 1_000_000  # edges × documents per pass with back pointers: bounds their memory
 MAX_SCORE_CELLS = 24_000_000  # edges × documents per scores-only pass (about 100 MB in float32)
 SCORE_DTYPE = np.float32  # scores-only passes: half the memory traffic of float64, ~1e-5 off at |score| ~ 100
 
@@ -203,75 +203,6 @@ def restrict_incoming(forest: Hypergraph, beam: int) -> Hypergraph:
     return forest.subgraph(np.flatnonzero(position < beam))
 
 
-class ViterbiPlan:
-    """A forest's edges laid out for a scores-only Viterbi over many documents at once.
-
-    Within each level the nodes are renumbered by decreasing in-degree and their incoming
-    edges are stored rank-major (every node's first edge, then every second edge of the nodes
-    that have one, ...), so the max over incoming edges is a few in-place ``np.maximum`` calls
-    on contiguous row blocks instead of a segmented reduction; the tails' values reach a
-    level's edges through one sparse product ``tails @ beta`` (an edges × nodes incidence).
-
-    Attributes
-    ----------
-    order : numpy.ndarray of int
-        ``order[i]`` is the forest edge stored at row ``i``.
-    levels : list of (first node, end node, first row, end row, rank block sizes, tail incidence)
-    goal : int
-        The goal's row in the Viterbi table (the last node, as in the forest).
-    """
-
-    def __init__(self, forest: Hypergraph):
-        n = forest.num_nodes
-        degree = np.diff(forest.offsets)
-        new_id = np.empty(n + 1, dtype=np.int64)
-        new_id[n] = n  # the tails' padding
-        order, self.levels = [], []
-        row = 0
-        for level in range(len(forest.level_bounds) - 1):
-            first, last = int(forest.level_bounds[level]), int(forest.level_bounds[level + 1])
-            nodes = first + np.argsort(-degree[first:last], kind="stable")
-            new_id[nodes] = np.arange(first, last)
-            deg = degree[nodes]
-            sizes = [int(np.count_nonzero(deg > j)) for j in range(int(deg.max(initial=0)))]
-            edges = np.concatenate([forest.offsets[nodes[:size]] + j for j, size in enumerate(sizes)] or
-                                   [np.zeros(0, dtype=np.int64)])
-            order.append(edges)
-            tails = new_id[forest.tail_matrix[edges]]  # tails lie in lower levels: already renumbered
-            real = tails < n
-            incidence = None
-            if real.any():
-                incidence = sp.csr_matrix((np.ones(int(real.sum()), dtype=np.float32),
-                                           (np.repeat(np.arange(len(edges)), real.sum(axis=1)), tails[real])),
-                                          shape=(len(edges), n))
-            self.levels.append((first, last, row, row + len(edges), sizes, incidence))
-            row += len(edges)
-        self.order = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
-        self.goal = int(new_id[forest.goal])
-        self.num_nodes = n
-
-    def scores(self, edge_scores: np.ndarray) -> np.ndarray:
-        """The Viterbi score of each column of ``edge_scores`` (``E × D``, rows in :attr:`order`).
-
-        A C-contiguous ``edge_scores`` is overwritten (its rows hold the edges' inside scores afterwards).
-        """
-        edge_scores = np.ascontiguousarray(edge_scores)
-        beta = np.empty((self.num_nodes, edge_scores.shape[1]), dtype=edge_scores.dtype)
-        for first, last, lo, hi, sizes, incidence in self.levels:
-            parts = edge_scores[lo:hi]
-            if incidence is not None:  # the tails' scores, added in place into this level's edges
-                parts += incidence @ beta
-            top = beta[first:last]
-            n0 = sizes[0] if sizes else 0
-            top[:n0] = parts[:n0]
-            top[n0:] = -np.inf  # nodes without incoming edges (none in a forest the builder made)
-            row = n0
-            for size in sizes[1:]:
-                np.maximum(top[:size], parts[row:row + size], out=top[:size])
-                row += size
-        return beta[self.goal]
-
-
 class PreparedSentence:
     """One query sentence's forest with its document-independent parts.
 
@@ -372,14 +303,15 @@ def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_wei
     bm25 : array (D, T)
         ``bm25(t, d)`` (:func:`bm25_matrix`).
     back_pointers : bool
-        Keep the winning derivations' back pointers (a float64 pass with
-        :meth:`~clirplug.mt.hypergraph.Hypergraph.viterbi_batch`); otherwise scores only, with the
-        sentence's :class:`ViterbiPlan` in ``dtype``.
+        Also keep the winning derivations (the same scores, with the memory of back pointers).
     max_cells : int, optional
         Edges × documents per pass (default :data:`MAX_CELLS` with back pointers, else
         :data:`MAX_SCORE_CELLS`).
+    dtype : numpy dtype
+        The Viterbi table's: :data:`SCORE_DTYPE` to rank, float64 for training's exact sums.
     """
     forest = sentence.forest
+    plan = sentence.plan
     weighted = np.asarray(bm25, dtype=float) * term_weights[None, :]  # D × T
     active = np.any(weighted != 0.0, axis=1)  # pre-filtering: no IR activation, no pass
     docs = np.flatnonzero(active)
@@ -388,20 +320,18 @@ def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_wei
     chunk = max(1, max_cells // max(1, forest.num_edges))
     # column 0 has no IR feature: it gives the SMT Viterbi score (and derivation); the others
     # are the active documents
-    columns = np.vstack([np.zeros((1, weighted.shape[1])), weighted[docs]])
+    columns = np.vstack([np.zeros((1, weighted.shape[1])), weighted[docs]]).astype(dtype)
+    plan_scores = edge_scores[plan.order].astype(dtype)[:, None]
     values = np.empty(len(columns))
     best = np.empty((forest.num_nodes, len(columns)), dtype=np.int64) if back_pointers else None
-    if not back_pointers:
-        columns = columns.astype(dtype)
-        plan_scores = edge_scores[sentence.plan.order].astype(dtype)[:, None]
     for start in range(0, len(columns), chunk):
         part = slice(start, start + chunk)
+        table = sentence.plan_counts @ columns[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
+        table += plan_scores
         if back_pointers:
-            values[part], best[:, part] = forest.viterbi_batch(edge_scores, sentence.counts @ columns[part].T)
+            values[part], best[:, part] = plan.best(table)
         else:
-            table = sentence.plan_counts @ columns[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
-            table += plan_scores
-            values[part] = sentence.plan.scores(table)
+            values[part] = plan.scores(table)
     scores = np.full(len(weighted), values[0])
     scores[docs] = values[1:]
     if back_pointers:
@@ -572,8 +502,7 @@ class BowFD:
         """The winning derivations of the query ``text`` for each of ``docids`` found in the index: the records
         of ``clirplug rerank --explain`` without the qid (docid, score, and :meth:`explain` per sentence).
 
-        The scores come from a float64 pass with back pointers; they may differ from :meth:`rerank`'s
-        (float32, :data:`SCORE_DTYPE`) in the last digits.
+        The scores are :meth:`rerank`'s, to the last bit.
         """
         docs, kept = self.doc_rows(docids)
         if not kept:

@@ -48,6 +48,7 @@ from clirplug.eval.measures import average_precision
 from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.rerank.bowfd import (
     IR_PREFIX,
+    SCORE_DTYPE,
     SMT_PREFIX,
     BowFD,
     BowfdWeights,
@@ -128,13 +129,18 @@ class TrainQuery:
                       for p in order if relevance[p] > 0 for n in order if relevance[n] < relevance[p]]
 
     def scores(self, theta: np.ndarray, docs: np.ndarray, k: int, back_pointers: bool = False):
-        """Combined BOW-FD scores of ``docs`` (positions in ``docids``) under ``theta``, and per-sentence results."""
+        """Combined BOW-FD scores of ``docs`` (positions in ``docids``) under ``theta``, and per-sentence results.
+
+        With ``back_pointers`` (a subgradient step), the Viterbi sums are float64.
+        """
+        dtype = np.float64 if back_pointers else SCORE_DTYPE
         results = []
         for s, sentence in enumerate(self.sentences):
             edge = sentence.forest.features @ theta[self.smt_ids[s]]
             if len(self.lex_ids[s]):
                 edge = edge + sentence.lex @ theta[self.lex_ids[s]]
-            results.append(score_sentence(sentence, edge, theta[self.ir_ids[s]], self.bm25[s][docs], back_pointers))
+            results.append(score_sentence(sentence, edge, theta[self.ir_ids[s]], self.bm25[s][docs], back_pointers,
+                                          dtype=dtype))
         return combine_sentences([r.scores for r in results], k), results
 
     def features(self, results, docs: np.ndarray, j: int, size: int) -> np.ndarray:

@@ -119,7 +119,8 @@ def test_vectorized_viterbi_equals_enumerating_every_derivation(seed):
     bm25, bm25_of = toy_documents(rng, sentence, num_docs=7)
     term_w = rng.uniform(0.2, 2.0, size=len(sentence.terms))
     w_of = dict(zip(sentence.terms, term_w)).get
-    result = score_sentence(sentence, sentence.edge_scores(BowfdWeights(smt=SMT)), term_w, bm25, back_pointers=True)
+    result = score_sentence(sentence, sentence.edge_scores(BowfdWeights(smt=SMT)), term_w, bm25, back_pointers=True,
+                            dtype=np.float64)
     expected, count = brute_force(forest, SMT, w_of, bm25_of, range(7))
     assert count > 3  # the forest is not trivial
     np.testing.assert_allclose(result.scores, expected, rtol=1e-10, atol=1e-10)
@@ -135,8 +136,12 @@ def test_vectorized_viterbi_equals_enumerating_every_derivation(seed):
     np.testing.assert_allclose(fast.scores, expected, rtol=1e-6, atol=1e-5)
     chunked = score_sentence(sentence, edge_scores, term_w, bm25, max_cells=1, dtype=np.float64)
     np.testing.assert_allclose(chunked.scores, expected, rtol=0, atol=1e-10)
-    chunked = score_sentence(sentence, edge_scores, term_w, bm25, back_pointers=True, max_cells=1)
-    np.testing.assert_allclose(chunked.scores, expected, rtol=0, atol=1e-10)
+    chunked = score_sentence(sentence, edge_scores, term_w, bm25, back_pointers=True, max_cells=1, dtype=np.float64)
+    np.testing.assert_array_equal(chunked.scores, result.scores)
+    # back pointers change no score: the same pass, in float32 as in float64
+    np.testing.assert_array_equal(score_sentence(sentence, edge_scores, term_w, bm25, back_pointers=True).scores,
+                                  fast.scores)
+    np.testing.assert_array_equal(result.scores, exact.scores)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -168,7 +173,7 @@ def test_winning_derivation_scores_what_it_yields(seed):
     v = 1.3
     weights = BowfdWeights(smt=SMT, v=v)
     result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25,
-                            back_pointers=True)
+                            back_pointers=True, dtype=np.float64)
     smt_scores = forest.edge_scores(SMT)
     for d in range(5):
         pointers = result.back_pointers(d)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
+from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder, ViterbiPlan
 from clirplug.mt.kbest import kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
 
@@ -121,13 +121,15 @@ def test_outside_max_marginals_against_brute_force(seed):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_viterbi_batch_equals_scalar_viterbi_per_column(seed):
+def test_viterbi_plan_equals_scalar_viterbi_per_column(seed):
     hg = random_forest(seed, num_nodes=9)
     rng = np.random.default_rng(100 + seed)
     extra = rng.normal(size=(hg.num_edges, 25))
     extra[:, 3] = 0.0
     base = hg.edge_scores(WEIGHTS)
-    best_scores, back = hg.viterbi_batch(base, extra)
+    plan = ViterbiPlan(hg)
+    best_scores, back = plan.best((base[:, None] + extra)[plan.order])
+    np.testing.assert_array_equal(plan.scores((base[:, None] + extra)[plan.order]), best_scores)
     for d in range(extra.shape[1]):
         builder = HypergraphBuilder()  # the column's scores as a feature of a copy of the graph
         for label in hg.labels:
@@ -140,7 +142,27 @@ def test_viterbi_batch_equals_scalar_viterbi_per_column(seed):
         derivation = hg.derivation_from_backpointers(back[:, d])
         assert math.isclose(sum(base[e] + extra[e, d] for e in hg.derivation_edges(derivation)), scalar.score,
                             abs_tol=1e-9)
-    np.testing.assert_allclose(best_scores[3], hg.viterbi(WEIGHTS).score)
+    # without extra scores the plan is the scalar Viterbi to the last bit, derivation included
+    scalar = hg.viterbi(WEIGHTS)
+    assert best_scores[3] == scalar.score
+    assert hg.derivation_edges(hg.derivation_from_backpointers(back[:, 3])) == hg.derivation_edges(scalar)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_viterbi_plan_breaks_ties_as_the_scalar_viterbi(seed):
+    """Small integer edge scores (exact sums, many tied derivations): each node's first best edge wins."""
+    hg = random_forest(seed, num_nodes=9)
+    ties = np.random.default_rng(seed).integers(0, 2, size=(hg.num_edges, 6)).astype(float)
+    plan = ViterbiPlan(hg)
+    _, back = plan.best(ties[plan.order])
+    for d in range(ties.shape[1]):
+        builder = HypergraphBuilder()
+        for label in hg.labels:
+            builder.add_node(label)
+        for e in range(hg.num_edges):
+            builder.add_edge(int(hg.heads[e]), hg.tails[e], {"tie": ties[e, d]})
+        scalar = builder.build(hg.goal).viterbi({"tie": 1.0})
+        assert hg.derivation_edges(hg.derivation_from_backpointers(back[:, d])) == hg.derivation_edges(scalar)
 
 
 def test_build_orders_prunes_and_rejects_cycles():
