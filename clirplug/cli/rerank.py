@@ -37,7 +37,8 @@ def add_arguments(parser):
     parser.add_argument("--candidates", metavar="RUN",
                         help="TREC run whose documents are rescored; without it the whole collection is scored (boost)")
     add_output(parser, "TREC run to write")
-    parser.add_argument("--depth", type=int, default=1000, help="documents kept per query (default: 1000)")
+    parser.add_argument("--depth", type=int, default=1000,
+                        help="top candidates of each query reranked and written (default: 1000)")
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     bowfd = parser.add_argument_group("BOW-FD (--method bowfd; Hieber & Riezler 2015)")
