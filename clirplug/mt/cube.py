@@ -127,33 +127,18 @@ def _combine(c, cand_int, cand_float, tails, rid, tok_off, toks, hyp_int, hyp_fl
     while i < end:
         tok = toks[i]
         i += 1
-        if tok < 0:
-            h = tails[-tok - 1]
-            n = hyp_int[h, H_PLEN]
-            if count >= context:  # every word is scored in full context
-                for p in range(n):
-                    score, state = _lookup(memo, state, hyp_int[h, p])
-                    increment += score
-            else:
-                for p in range(n):
-                    word = hyp_int[h, p]
-                    score, state = _lookup(memo, state, word)
-                    if count < context:
-                        cand_int[c, count] = word
-                        estimate += score
-                    else:
-                        increment += score
-                    count += 1
-            if hyp_int[h, H_FULL]:
-                state = hyp_int[h, H_STATE]
-        else:
-            score, state = _lookup(memo, state, tok)
-            if count < context:
-                cand_int[c, count] = tok
+        h = tails[-tok - 1] if tok < 0 else -1  # a tail's pending words, or one terminal
+        for p in range(hyp_int[h, H_PLEN] if h >= 0 else 1):
+            word = hyp_int[h, p] if h >= 0 else tok
+            score, state = _lookup(memo, state, word)
+            if count < context:  # the first words wait for their full context: an estimate
+                cand_int[c, count] = word
                 estimate += score
             else:
                 increment += score
             count += 1
+        if h >= 0 and hyp_int[h, H_FULL]:
+            state = hyp_int[h, H_STATE]
     cand_int[c, C_PLEN] = min(count, context)
     cand_int[c, C_STATE] = state
     cand_int[c, C_FULL] = count >= context
