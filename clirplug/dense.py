@@ -80,6 +80,34 @@ def embed_queries(model, texts) -> np.ndarray:
     return _unit(model.query(list(texts)))
 
 
+def embed_timed(model, queries: Mapping[str, str]) -> dict[str, tuple[np.ndarray, float]]:
+    """``qid -> (unit vector, seconds)`` for each non-blank query, embedded one at a time as a search embeds it
+    (a vector equals the batch's: each text is computed alone)."""
+    timed = {}
+    for qid, text in queries.items():
+        if text.strip():
+            start = time.perf_counter()
+            vector = embed_queries(model, [text])[0]
+            timed[qid] = (vector, time.perf_counter() - start)
+    return timed
+
+
+def save_timed(path, timed: Mapping[str, tuple[np.ndarray, float]]) -> None:
+    """Write :func:`embed_timed`'s vectors to an ``.npz`` (qids, vectors, seconds), for later searches to reuse."""
+    qids = list(timed)
+    vectors = np.stack([timed[qid][0] for qid in qids]) if qids else np.zeros((0, 0), dtype=np.float32)
+    with atomic_open(path, "wb") as handle:
+        np.savez(handle, qids=np.array(qids, dtype=str), vectors=vectors,
+                 seconds=np.array([timed[qid][1] for qid in qids], dtype=np.float64))
+
+
+def load_timed(path) -> dict[str, tuple[np.ndarray, float]]:
+    """The ``qid -> (vector, seconds)`` of :func:`save_timed`'s file."""
+    arrays = read_arrays(path, "query vectors")
+    return {str(qid): (vector, float(seconds))
+            for qid, vector, seconds in zip(arrays["qids"], arrays["vectors"], arrays["seconds"])}
+
+
 def passage_text(doc: Document, words: int = DEFAULT_WORDS) -> str:
     """What a document is embedded as: its title, a newline, the first ``words`` words of its contents."""
     head = " ".join(doc.contents.split(None, words)[:words])
@@ -193,20 +221,26 @@ class DenseSearcher:
         return [(self.docids[row], float(scores[row])) for row in top_hits(scores, self._tiebreak, hits)]
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
-                   latencies: dict | None = None):
+                   latencies: dict | None = None, timed: Mapping[str, tuple[np.ndarray, float]] | None = None):
         """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; seconds per query
-        into ``latencies``)."""
+        into ``latencies``). A query in ``timed`` (:func:`embed_timed`) is not embedded again: its vector is
+        searched and its embedding seconds are added to its latency."""
         from tqdm import tqdm
 
         from clirplug.io.runs import run_frame
 
+        timed = timed or {}
         ranked = []
         for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr,
                               leave=False):
             start = time.perf_counter()
-            found = self.search(text, hits)
+            if qid in timed:
+                vector, embedding = timed[qid]
+                found = self.search_vector(vector, hits)
+            else:
+                embedding, found = 0.0, self.search(text, hits)
             if latencies is not None:
-                latencies[qid] = time.perf_counter() - start
+                latencies[qid] = time.perf_counter() - start + embedding
             ranked.append((qid, found))
         return run_frame(ranked)
 

@@ -1194,12 +1194,13 @@ def _dense_searcher(ctx: Context, folder):
     return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, ctx.get("dense-model", load_model)))
 
 
-@stage_kind("dense-tune", version=1)
+@stage_kind("dense-tune", version=2)
 def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     """``words`` of a dense run: the tune split's queries searched in each grid value's vectors, the best kept
-    (the first on ties); every value's measure goes in the output."""
+    (the first on ties); every value's measure goes in the first output, the query vectors (with their
+    embedding seconds) in the second, for the tune split's run."""
     from clirplug.atomic import atomic_open
-    from clirplug.dense import embed_queries, load_model
+    from clirplug.dense import embed_timed, load_model, save_timed
     from clirplug.eval.measures import evaluate
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics, topic_field
@@ -1208,12 +1209,12 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     topics, qrels = stage.inputs
     queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
     judged = read_qrels(qrels)
-    qids = [qid for qid, text in queries.items() if text.strip()]
-    vectors = embed_queries(ctx.get("dense-model", load_model), [queries[qid] for qid in qids])
+    timed = embed_timed(ctx.get("dense-model", load_model), queries)
+    save_timed(stage.outputs[1], timed)
     values = {}
     for words, folder in zip(s["grid"], stage.inputs_from):
         searcher = _dense_searcher(ctx, folder)
-        run = run_frame((qid, searcher.search_vector(vector, s["hits"])) for qid, vector in zip(qids, vectors))
+        run = run_frame((qid, searcher.search_vector(vector, s["hits"])) for qid, (vector, _) in timed.items())
         values[words] = float(evaluate(judged, {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {values[words]:.4f}", file=sys.stderr, flush=True)
@@ -1226,18 +1227,22 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     return {"words": best, s["measure"]: values[best]}
 
 
-@stage_kind("dense", version=2)
+@stage_kind("dense", version=3)
 def dense_stage(stage: Stage, ctx: Context) -> dict:
     """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine;
-    with ``tuned``, in the vectors of the ``words`` chosen on the tune split."""
+    with ``tuned``, in the vectors of the ``words`` chosen on the tune split (whose queries' vectors, with
+    ``reuse``, come from the tuning)."""
+    from clirplug.dense import load_timed
     from clirplug.io.topics import read_topics, topic_field
 
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8")) if stage.settings["tuned"] else None
     folder = tuned["folder"] if tuned else stage.inputs_from[0]
     searcher = _dense_searcher(ctx, folder)
     queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
+    timed = load_timed(stage.inputs_from[1]) if stage.settings.get("reuse") else None
     latencies = {}
-    frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies)
+    frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies,
+                                timed=timed)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"words": tuned["words"]} if tuned else None)
 
 
@@ -1277,13 +1282,18 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                                   {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
                                    "measure": "MAP", "hits": c.hits},
                                   inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
-                                  outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",),
+                                  outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
+                                           c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
                                   inputs_from=folders))
             settings = {"model": model_id(), "grid": grid, "tuned": True}
             deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
         for split in splits:
-            plan.run_stage({"name": spec.name, "method": "dense", "split": split, "field": fld}, "dense", settings,
-                           inputs=(c.collection.topics(split),), deps=deps, inputs_from=inputs_from)
+            split_settings, split_inputs = settings, inputs_from
+            if s.grid is not None and split == c.tune_split:  # the tuning embedded these queries already
+                split_settings = {**settings, "reuse": True}
+                split_inputs = (inputs_from[0], plan.stages[tune].outputs[1], *inputs_from[1:])
+            plan.run_stage({"name": spec.name, "method": "dense", "split": split, "field": fld}, "dense",
+                           split_settings, inputs=(c.collection.topics(split),), deps=deps, inputs_from=split_inputs)
 
 
 # the planner of each method of ``runs:`` (its settings: :data:`clirplug.methods.RUNS`)

@@ -4,6 +4,7 @@ import json
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from clirplug import dense
@@ -156,3 +157,18 @@ def test_cli_missing_index_is_one_line(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "nope: not a Lucene index" in err
     assert not (tmp_path / "run.trec").exists() and not (tmp_path / "nope.dense").exists()
+
+
+def test_saved_query_vectors_give_the_run_of_embedding_again(folder, model, tmp_path):
+    timed = dense.embed_timed(model, QUERIES)
+    assert list(timed) == ["cp", "bread", "cat"]  # the blank query has no vector
+    np.testing.assert_array_equal(np.stack([v for v, _ in timed.values()]),
+                                  dense.embed_queries(model, [QUERIES[q] for q in timed]))  # one at a time = batch
+    dense.save_timed(tmp_path / "queries.npz", timed)
+    loaded = dense.load_timed(tmp_path / "queries.npz")
+    assert list(loaded) == list(timed) and all(seconds > 0 for _, seconds in loaded.values())
+    searcher = dense.DenseSearcher(folder, model)
+    latencies = {}
+    reused = searcher.search_all(QUERIES, hits=4, progress=False, latencies=latencies, timed=loaded)
+    pd.testing.assert_frame_equal(reused, searcher.search_all(QUERIES, hits=4, progress=False))
+    assert all(latencies[qid] >= loaded[qid][1] for qid in loaded)  # the embedding's seconds are counted
