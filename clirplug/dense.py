@@ -194,8 +194,8 @@ class DenseSearcher:
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict | None = None):
-        """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; seconds per query
-        into ``latencies``)."""
+        """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; with ``latencies``,
+        each query's search seconds are added to its entry, 0 when absent)."""
         from tqdm import tqdm
 
         from clirplug.io.runs import run_frame
@@ -206,7 +206,7 @@ class DenseSearcher:
             start = time.perf_counter()
             found = self.search(text, hits)
             if latencies is not None:
-                latencies[qid] = time.perf_counter() - start
+                latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start
             ranked.append((qid, found))
         return run_frame(ranked)
 
