@@ -752,43 +752,57 @@ class BoostModel:
         learned, identity = self.score_parts(text, collection, rows)
         return learned + self.beta * identity
 
-    def search(self, topics, collection, field=None, depth=1000, progress=False):
-        """Score the whole collection for each topic; return the top ``depth`` as a run frame."""
-        return self._run(topics, collection, field, depth, progress, candidates=None)
+    def search(self, topics, collection, field=None, depth=1000, progress=False, latencies=None):
+        """Score the whole collection for each topic; return the top ``depth`` as a run frame.
 
-    def rerank(self, topics, collection, candidates, field=None, depth=None, progress=False):
+        With ``latencies`` (a dict), each topic's seconds are added to its entry (0 when absent).
+        """
+        return self._run(topics, collection, field, depth, progress, None, latencies)
+
+    def rerank(self, topics, collection, candidates, field=None, depth=None, progress=False, latencies=None):
         """Rescore each topic's candidate documents (a run frame); documents not in the collection are dropped."""
-        return self._run(topics, collection, field, depth, progress, candidates=candidates)
+        return self._run(topics, collection, field, depth, progress, candidates, latencies)
 
-    def _run(self, topics, collection, field, depth, progress, candidates):
+    def _run(self, topics, collection, field, depth, progress, candidates, latencies):
         import pandas as pd
         from tqdm import tqdm
 
         from clirplug.io.runs import sort_run
-        from clirplug.io.topics import topic_field
 
         field = field or self.config.field
         wanted = None
         if candidates is not None:
             wanted = {qid: group["docid"].tolist() for qid, group in candidates.groupby("qid", sort=False)}
         frames = []
-        for topic in tqdm(topics, desc="queries", unit="q", disable=not progress):
-            if wanted is not None:
-                docids = [d for d in wanted.get(topic.id, []) if d in collection.row]
-                if not docids:
-                    continue
-                rows = np.array([collection.row[d] for d in docids])
-                scores = self.score(topic_field(topic, field), collection, rows)
-            else:
-                docids, scores = collection.docids, self.score(topic_field(topic, field), collection)
-            frame = pd.DataFrame({"qid": topic.id, "docid": docids, "score": scores})
-            if depth is not None:
-                frame = frame.nlargest(depth, "score", keep="all")
-            frames.append(frame)
+        for topic in tqdm(topics, desc="queries", unit="q", disable=not progress, leave=False):
+            start = time.perf_counter()
+            frame = self._topic_run(topic, collection, field, depth, None if wanted is None else wanted.get(topic.id, []))
+            if frame is not None:
+                frames.append(frame)
+            if latencies is not None:
+                latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
         if not frames:
             return pd.DataFrame({"qid": [], "docid": [], "score": []})
         run = sort_run(pd.concat(frames, ignore_index=True))
         return run if depth is None else run[run["rank"] <= depth].reset_index(drop=True)
+
+    def _topic_run(self, topic, collection, field, depth, candidates):
+        """One topic's top ``depth`` (qid, docid, score): of its ``candidates`` (docids) in the collection, or
+        of the whole collection when ``None``; ``None`` when no candidate is in the collection."""
+        import pandas as pd
+
+        from clirplug.io.topics import topic_field
+
+        if candidates is not None:
+            docids = [d for d in candidates if d in collection.row]
+            if not docids:
+                return None
+            rows = np.array([collection.row[d] for d in docids])
+            scores = self.score(topic_field(topic, field), collection, rows)
+        else:
+            docids, scores = collection.docids, self.score(topic_field(topic, field), collection)
+        frame = pd.DataFrame({"qid": topic.id, "docid": docids, "score": scores})
+        return frame if depth is None else frame.nlargest(depth, "score", keep="all")
 
     # -------------------------------------------------------------- table
 
@@ -909,16 +923,18 @@ def read_collection(corpus, model, progress=False):
 
 
 def rerank_run(topics, candidates=None, *, model, corpus, field: str | None = None, depth: int = 1000,
-               progress: bool = True):
+               progress: bool = True, latencies: dict[str, float] | None = None):
     """The boosting model file ``model`` over ``corpus`` (a JSONL file or folder): each topic's ``candidates``
     (a run frame) rescored, or without them the whole collection scored; the top ``depth`` as a run frame
     (``field``: default the one the model was trained on). ``model`` may also be a loaded :class:`BoostModel`
-    and ``corpus`` its :class:`Collection` (:func:`read_collection`)."""
+    and ``corpus`` its :class:`Collection` (:func:`read_collection`). With ``latencies``, each topic's
+    seconds are added to its entry (0 when absent)."""
     boost = model if isinstance(model, BoostModel) else load(model)
     collection = corpus if isinstance(corpus, Collection) else read_collection(corpus, boost, progress=progress)
     if candidates is None:
-        return boost.search(topics, collection, field=field, depth=depth, progress=progress)
-    return boost.rerank(topics, collection, candidates, field=field, depth=depth, progress=progress)
+        return boost.search(topics, collection, field=field, depth=depth, progress=progress, latencies=latencies)
+    return boost.rerank(topics, collection, candidates, field=field, depth=depth, progress=progress,
+                        latencies=latencies)
 
 
 def search_run(topics, *, model, corpus, field: str | None = None, hits: int = 1000, progress: bool = True):

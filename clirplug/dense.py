@@ -222,9 +222,9 @@ class DenseSearcher:
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict | None = None, timed: Mapping[str, tuple[np.ndarray, float]] | None = None):
-        """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; seconds per query
-        into ``latencies``). A query in ``timed`` (:func:`embed_timed`) is not embedded again: its vector is
-        searched and its embedding seconds are added to its latency."""
+        """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; with ``latencies``,
+        each query's seconds are added to its entry, 0 when absent). A query in ``timed`` (:func:`embed_timed`)
+        is not embedded again: its vector is searched and its embedding seconds count in its latency."""
         from tqdm import tqdm
 
         from clirplug.io.runs import run_frame
@@ -240,7 +240,7 @@ class DenseSearcher:
             else:
                 embedding, found = 0.0, self.search(text, hits)
             if latencies is not None:
-                latencies[qid] = time.perf_counter() - start + embedding
+                latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start + embedding
             ranked.append((qid, found))
         return run_frame(ranked)
 

@@ -3,9 +3,10 @@
 A :class:`Stage` declares everything its outputs depend on: external input files (hashed
 by content), the stages it reads from (``deps``, by their cache keys) and its settings.
 Its cache key is the SHA-256 of those plus the stage kind's code version
-(:func:`clirplug.experiment.runner.stage_key`). Stage functions are thin: they call the
-library (indexing, BM25, PSQ, boosting, fusion, the ``clirplug train`` commands) with
-settings from the config and write files atomically.
+(:func:`clirplug.experiment.records.stage_key`). Stage functions are thin: they call the
+library functions the command line and :mod:`clirplug.api` call (indexing, BM25, DT, PSQ,
+boosting, BOW-FD, fusion, the ``clirplug train`` steps) with settings from the config, loaded
+objects kept in the :class:`Context`, and write files atomically.
 
 Two registries make the plug-in points:
 
@@ -234,19 +235,13 @@ def _bm25_searcher(ctx: Context, index: str, bm25: dict):
     return ctx.get(f"{index}|bm25|{bm25['k1']}|{bm25['b']}", lambda: Bm25Searcher(index, bm25["k1"], bm25["b"]))
 
 
-def _timed_bm25(ctx: Context, stage: Stage, queries: dict[str, str], extra: dict[str, float] | None = None):
-    """BM25 for each query, timing each; ``extra`` seconds (e.g. translation) are added per query."""
-    from tqdm import tqdm
-
+def _bm25_stage(ctx: Context, stage: Stage, queries: dict[str, str], latencies: dict[str, float] | None = None) -> dict:
+    """The stage's run: BM25 of ``qid -> text`` (:meth:`~clirplug.lucene.search.Bm25Searcher.search_all`);
+    a query's latency is its search seconds plus its entry in ``latencies`` (e.g. translation)."""
     s = stage.settings
-    searcher = _bm25_searcher(ctx, s["index"], s["bm25"])
-    ranked, latencies = [], {}
-    for qid, text in tqdm(queries.items(), desc=stage.name, unit=" queries", disable=not ctx.progress,
-                          file=sys.stderr, leave=False):
-        start = time.perf_counter()
-        ranked.append((qid, searcher.search(text, s["hits"])))
-        latencies[qid] = time.perf_counter() - start + (extra or {}).get(qid, 0.0)
-    return run_frame(ranked), latencies
+    latencies = dict(latencies or {})
+    frame = _bm25_searcher(ctx, s["index"], s["bm25"]).search_all(queries, s["hits"], ctx.progress, latencies)
+    return write_run_with_sidecar(stage, frame, latencies)
 
 
 # ----------------------------------------------------------------------------- stage kinds
@@ -311,9 +306,7 @@ def floor_stage(stage: Stage, ctx: Context) -> dict:
     """BM25 with the untranslated topic field (the floor)."""
     from clirplug.io.topics import read_topics, topic_field
 
-    queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
-    frame, latencies = _timed_bm25(ctx, stage, queries)
-    return write_run_with_sidecar(stage, frame, latencies)
+    return _bm25_stage(ctx, stage, {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])})
 
 
 @stage_kind("ceiling")
@@ -322,26 +315,20 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.io.qrels import read_qrels
     from clirplug.monolingual import mate_title_queries
 
-    queries = mate_title_queries(read_qrels(stage.inputs[0]), stage.inputs[1])
-    frame, latencies = _timed_bm25(ctx, stage, queries)
-    return write_run_with_sidecar(stage, frame, latencies)
+    return _bm25_stage(ctx, stage, mate_title_queries(read_qrels(stage.inputs[0]), stage.inputs[1]))
 
 
 def _translate_chunk(task):
-    """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.translate_query`)."""
+    """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.dt_queries`)."""
     model_dir, kind, lang, field_name, topics, weights = task
     from clirplug.mt.features import read_weights
     from clirplug.mt.translator import Translator
-    from clirplug.qt.dt import translate_query
+    from clirplug.qt.dt import dt_queries
 
     translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
-    translator.restrict_topics(topics, field_name)
-    results = []
-    for topic in topics:
-        start = time.perf_counter()
-        text = translate_query(translator, topic, field_name)
-        results.append((topic.id, text, time.perf_counter() - start))
-    return results, peak_rss_mb()
+    seconds: dict[str, float] = {}
+    queries = dt_queries(topics, field_name, translator, progress=False, latencies=seconds)
+    return [(topic.id, queries[topic.id], seconds[topic.id]) for topic in topics], peak_rss_mb()
 
 
 def peak_rss_mb() -> float:
@@ -445,9 +432,7 @@ def translate_topics(topics, model, kind: str, lang: str, field_name: str, weigh
 def dt_stage(stage: Stage, ctx: Context) -> dict:
     """DT: BM25 with the 1-best translations; latency = translation + search seconds."""
     records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
-    queries = {r["id"]: r["query"] for r in records}
-    frame, latencies = _timed_bm25(ctx, stage, queries, {r["id"]: r["seconds"] for r in records})
-    return write_run_with_sidecar(stage, frame, latencies)
+    return _bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records})
 
 
 def _psq_scorer(ctx: Context, s: dict):
@@ -504,28 +489,18 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("psq", version=2)
 def psq_stage(stage: Stage, ctx: Context) -> dict:
-    """PSQ (:mod:`clirplug.qt.psq`) with the model folder's tables and the run's (or the tuned) ``--psq`` settings."""
-    from tqdm import tqdm
-
-    from clirplug.qt.psq import psq_queries
+    """PSQ (:func:`clirplug.qt.psq_tune.run_settings`) with the model folder's tables and the run's (or the
+    tuned) ``--psq`` settings; a query's latency is its distributions built, then searched."""
     from clirplug.qt.psq_tables import PsqSettings
+    from clirplug.qt.psq_tune import run_settings
 
     s = stage.settings
     spec = json.loads(stage.inputs_from[-1].read_text(encoding="utf-8"))["psq"] if s["tuned"] else s["psq"]
-    settings = PsqSettings.parse(spec)
     builders = _psq_builders(ctx, s["model"], s["kind"], s["topics"], s["lang"])
-    topics = builders.topics
-    builder, tokenize = builders(settings, stage.run["field"])
-    source = builders.source(stage.run["field"])
-    scorer = _psq_scorer(ctx, s)
-    ranked, latencies = [], {}
-    for topic in tqdm(topics, desc=stage.name, unit=" queries", disable=not ctx.progress,
-                      file=sys.stderr, leave=False):
-        start = time.perf_counter()
-        dists = psq_queries(source, [topic], builder, tokenize)[topic.id]
-        ranked.append((topic.id, scorer.search(dists, s["hits"])))
-        latencies[topic.id] = time.perf_counter() - start
-    return write_run_with_sidecar(stage, run_frame(ranked), latencies, tuned={"psq": spec} if s["tuned"] else None)
+    latencies: dict[str, float] = {}
+    frame = run_settings(_psq_scorer(ctx, s), builders, stage.run["field"], PsqSettings.parse(spec), hits=s["hits"],
+                         progress=ctx.progress, latencies=latencies)
+    return write_run_with_sidecar(stage, frame, latencies, tuned={"psq": spec} if s["tuned"] else None)
 
 
 @stage_kind("boost-train", version=2)
@@ -543,9 +518,8 @@ def boost_train_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("boost")
 def boost_stage(stage: Stage, ctx: Context) -> dict:
-    """Boosting run: the whole collection scored, or the candidates of another run reranked."""
-    from tqdm import tqdm
-
+    """Boosting run (:func:`clirplug.boost.rerank_run`): the whole collection scored, or the candidates of
+    another run reranked."""
     from clirplug import boost
     from clirplug.io.runs import read_run
     from clirplug.io.topics import read_topics
@@ -556,20 +530,9 @@ def boost_stage(stage: Stage, ctx: Context) -> dict:
     collection = ctx.get(f"{s['corpus']}|boost|{model.config.order}|{model.config.doc_tokens}|{model.config.hash_seed}",
                          lambda: boost.read_collection(s["corpus"], model))
     candidates = read_run(stage.inputs_from[1]) if len(stage.inputs_from) > 1 else None
-    parts, latencies = [], {}
-    for topic in tqdm(read_topics(stage.inputs[0]), desc=stage.name, unit=" queries", disable=not ctx.progress,
-                      file=sys.stderr, leave=False):
-        start = time.perf_counter()
-        if candidates is None:
-            part = model.search([topic], collection, field=stage.run["field"], depth=s["hits"])
-        else:
-            part = model.rerank([topic], collection, candidates[candidates["qid"] == topic.id],
-                                field=stage.run["field"], depth=s["hits"])
-        latencies[topic.id] = time.perf_counter() - start
-        parts.append(part)
-    import pandas as pd
-
-    frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
+    latencies: dict[str, float] = {}
+    frame = boost.rerank_run(read_topics(stage.inputs[0]), candidates, model=model, corpus=collection,
+                             field=stage.run["field"], depth=s["hits"], progress=ctx.progress, latencies=latencies)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"beta": float(model.beta)})
 
 
@@ -701,47 +664,29 @@ def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
-def _bowfd_model(ctx: Context, s: dict, weights_path: Path, field_name: str):
-    """A :class:`clirplug.rerank.bowfd.BowFD` as ``clirplug rerank --method bowfd`` builds it."""
-    from clirplug.lucene.reader import LuceneIndex
-    from clirplug.mt.translator import Translator
-    from clirplug.rerank.bowfd import BowFD, BowfdConfig, BowfdWeights, NoLMForests
-
-    translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
-                         lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
-    weights = BowfdWeights.load(weights_path)
-    weights.smt = {**translator.weights, **weights.smt}
-    forests = translator if s["lm"] else ctx.get(f"{s['model']}|nolm|{s['kind']}", lambda: NoLMForests(translator))
-    index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
-    options = s["options"]
-    config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
-                         field=field_name)
-    return BowFD(forests, index, weights, config), weights
-
-
 @stage_kind("bowfd")
 def bowfd_stage(stage: Stage, ctx: Context) -> dict:
-    """BOW-FD reranking of the candidate run, timed per query (forests, Viterbi per document batch)."""
-    import pandas as pd
-    from tqdm import tqdm
-
+    """BOW-FD reranking of the candidate run (:func:`clirplug.rerank.bowfd.rerank_run`, as ``clirplug rerank
+    --method bowfd``), timed per query (forests, Viterbi per document batch)."""
     from clirplug.io.runs import read_run
     from clirplug.io.topics import read_topics
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.mt.translator import Translator
+    from clirplug.rerank.bowfd import BowfdConfig, BowfdWeights, rerank_run
 
     s = stage.settings
     weights_path, candidates_path = stage.inputs_from[:2]  # then, for a fold, its topics
-    model, weights = _bowfd_model(ctx, s, weights_path, stage.run["field"])
-    candidates = read_run(candidates_path)
-    groups = dict(tuple(candidates.groupby("qid", sort=False)))
-    parts, latencies = [], {}
-    for topic in tqdm(read_topics(s["topics"]), desc=stage.name, unit=" queries", disable=not ctx.progress,
-                      file=sys.stderr, leave=False):
-        if topic.id not in groups:
-            continue
-        start = time.perf_counter()
-        parts.append(model.rerank([topic], groups[topic.id], s["depth"]))
-        latencies[topic.id] = time.perf_counter() - start
-    frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
+    translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
+                         lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
+    index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
+    options = s["options"]
+    config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
+                         field=stage.run["field"])
+    latencies: dict[str, float] = {}
+    frame = rerank_run(read_topics(s["topics"]), read_run(candidates_path), model=translator, index=index,
+                       config=config, weights=weights_path, lm=s["lm"], depth=s["depth"], progress=ctx.progress,
+                       latencies=latencies)
+    weights = BowfdWeights.load(weights_path)
     return write_run_with_sidecar(stage, frame, latencies,
                                   tuned={"v": weights.v, "ir_weights": len(weights.ir), "lex_weights": len(weights.lex),
                                          "weights_file": str(weights_path)})

@@ -9,6 +9,7 @@ query several times faster than through ``SimpleSearcher``.
 """
 
 import sys
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -88,12 +89,22 @@ class Bm25Searcher:
         lucene_query = self._generator.buildQuery(FIELD, self._analyzer, query)
         return self.search_query(lucene_query, hits)
 
-    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True):
-        """Search every ``qid -> text`` of ``queries``; a run frame (:func:`clirplug.io.runs.run_frame`)."""
+    def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
+                   latencies: dict[str, float] | None = None):
+        """Search every ``qid -> text`` of ``queries``; a run frame (:func:`clirplug.io.runs.run_frame`).
+
+        With ``latencies``, each query's search seconds are added to its entry (0 when absent).
+        """
         from tqdm import tqdm
 
-        return run_frame((qid, self.search(text, hits)) for qid, text in
-                         tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr))
+        ranked = []
+        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress,
+                              file=sys.stderr, leave=False):
+            start = time.perf_counter()
+            ranked.append((qid, self.search(text, hits)))
+            if latencies is not None:
+                latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start
+        return run_frame(ranked)
 
     def close(self):
         self._reader.close()

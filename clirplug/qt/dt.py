@@ -23,15 +23,25 @@ def translate_query(translator, topic, field: str, stopwords: Iterable[str] = ()
     return " ".join(words)
 
 
-def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), progress: bool = True) -> dict[str, str]:
-    """``qid -> translated query`` for every topic (the translator restricted to the topics' sentences first)."""
+def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), progress: bool = True,
+               latencies: dict[str, float] | None = None) -> dict[str, str]:
+    """``qid -> translated query`` for every topic (the translator restricted to the topics' sentences first).
+
+    With ``latencies``, each topic's translation seconds are added to its entry (0 when absent).
+    """
     import sys
+    import time
 
     from tqdm import tqdm
 
     translator.restrict_topics(topics, field)
-    return {topic.id: translate_query(translator, topic, field, stopwords)
-            for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
+    queries = {}
+    for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr):
+        start = time.perf_counter()
+        queries[topic.id] = translate_query(translator, topic, field, stopwords)
+        if latencies is not None:
+            latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+    return queries
 
 
 def dt_run(topics, *, index, model, field: str = "title", kind: str = "hiero", src_lang: str = "de",

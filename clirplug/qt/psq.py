@@ -28,6 +28,7 @@ at least one translation term.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,12 +231,20 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     return PsqBuilder(settings, token, grammar, translate, src_lang=source.src_lang), tokenize
 
 
-def psq_queries(source: PsqSource, topics, builder, tokenize) -> dict[str, list[dict[str, float]]]:
+def psq_queries(source: PsqSource, topics, builder, tokenize,
+                latencies: dict[str, float] | None = None) -> dict[str, list[dict[str, float]]]:
     """``qid -> per-token distributions`` of each topic's ``source.field`` (sentence-wise, see
-    :func:`clirplug.mt.preprocess.topic_sentences`)."""
+    :func:`clirplug.mt.preprocess.topic_sentences`); with ``latencies``, each topic's seconds are added
+    to its entry (0 when absent)."""
     from clirplug.mt.preprocess import topic_sentences
 
-    return {topic.id: builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize)) for topic in topics}
+    queries = {}
+    for topic in topics:
+        start = time.perf_counter()
+        queries[topic.id] = builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize))
+        if latencies is not None:
+            latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+    return queries
 
 
 def psq_topic_queries(topics, source: PsqSource, settings: PsqSettings | None = None) -> dict[str, list[dict[str, float]]]:
@@ -246,12 +255,19 @@ def psq_topic_queries(topics, source: PsqSource, settings: PsqSettings | None = 
 
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,
-               progress: bool = True):
-    """A run frame (:func:`clirplug.io.runs.run_frame`) of PSQ for ``qid -> distributions``."""
+               progress: bool = True, latencies: dict[str, float] | None = None):
+    """A run frame (:func:`clirplug.io.runs.run_frame`) of PSQ for ``qid -> distributions``; with
+    ``latencies``, each query's search seconds are added to its entry (0 when absent)."""
     from tqdm import tqdm
 
-    return run_frame((qid, scorer.search(dists, hits)) for qid, dists in
-                     tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr))
+    ranked = []
+    for qid, dists in tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr,
+                           leave=False):
+        start = time.perf_counter()
+        ranked.append((qid, scorer.search(dists, hits)))
+        if latencies is not None:
+            latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start
+    return run_frame(ranked)
 
 
 def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = None, hits: int = 1000,

@@ -48,13 +48,16 @@ class Builders:
                 tokenize)
 
 
-def run_settings(scorer, builders: Builders, field: str, settings: PsqSettings, topics=None, hits: int = 1000):
-    """The PSQ run frame of ``topics`` (default: ``builders.topics``) under ``settings``."""
+def run_settings(scorer, builders: Builders, field: str, settings: PsqSettings, topics=None, hits: int = 1000,
+                 progress: bool = False, latencies: dict[str, float] | None = None):
+    """The PSQ run frame of ``topics`` (default: ``builders.topics``) under ``settings``; with ``latencies``,
+    each topic's seconds (its query built, then searched) are added to its entry."""
     from clirplug.qt.psq import psq_queries, psq_search
 
     builder, tokenize = builders(settings, field)
-    queries = psq_queries(builders.source(field), builders.topics if topics is None else topics, builder, tokenize)
-    return psq_search(scorer, queries, hits=hits, progress=False)
+    queries = psq_queries(builders.source(field), builders.topics if topics is None else topics, builder, tokenize,
+                          latencies)
+    return psq_search(scorer, queries, hits=hits, progress=progress, latencies=latencies)
 
 
 def grid_axes(grid: dict, where: str = "grid") -> list[tuple[str, list[str]]]:

@@ -33,6 +33,7 @@ sentence scores (logs of the experts) are summed.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -454,41 +455,32 @@ class BowFD:
         return combine_sentences([r.scores for r in results], self.config.sentence_depth), results
 
     def rerank(self, topics, candidates, depth: int = 1000, field: str | None = None, progress: bool = False,
-               explain=None):
+               explain=None, latencies: dict[str, float] | None = None):
         """Rescore each topic's top ``depth`` candidates (a run frame); return a run frame.
 
         Candidates missing from the index are dropped with a warning (an error when all are). With ``explain`` (a writable text
         handle), one JSON line per (query, document) gives each sentence's winning yield, its
-        score and the BM25 features it fired.
+        score and the BM25 features it fired. With ``latencies``, the seconds of each topic that
+        has candidates are added to its entry (0 when absent).
         """
-        import json
-
         import pandas as pd
         from tqdm import tqdm
 
         from clirplug.io.runs import SCORED_COLUMNS, sort_run
-        from clirplug.io.topics import topic_field
 
         field = field or self.config.field
         ranked = sort_run(candidates)
         groups = {qid: frame["docid"].tolist()[:depth] for qid, frame in ranked.groupby("qid", sort=False)}
         rows, missing, total = [], [], 0
-        for topic in tqdm(topics, desc="BOW-FD", unit=" topics", disable=not progress, file=sys.stderr):
+        for topic in tqdm(topics, desc="BOW-FD", unit=" topics", disable=not progress, file=sys.stderr, leave=False):
             if topic.id not in groups:
                 continue
-            docs, docids = self.doc_rows(groups[topic.id])
+            start = time.perf_counter()
             total += len(groups[topic.id])
             missing.extend((topic.id, d) for d in groups[topic.id] if d not in self._row)
-            if not docids:
-                continue
-            sentences = self.prepare(topic_field(topic, field), field)
-            if not sentences:
-                continue
-            scores, results = self.score(sentences, docs, back_pointers=explain is not None)
-            rows.extend(zip([topic.id] * len(docids), docids, scores.tolist()))
-            if explain is not None:
-                for record in self._records(sentences, results, scores, docs, docids):
-                    explain.write(json.dumps({"qid": topic.id, **record}, ensure_ascii=False) + "\n")
+            rows.extend(self._topic_rows(topic, groups[topic.id], field, explain))
+            if latencies is not None:
+                latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
         if missing:
             what = (f"{len(missing)} of {total} candidate documents are not in the index "
                     f"(first: {missing[0][1]!r} of topic {missing[0][0]!r})")
@@ -497,6 +489,24 @@ class BowFD:
             warn(f"BOW-FD: {what}; they are dropped")
         frame = pd.DataFrame(rows, columns=SCORED_COLUMNS)
         return sort_run(frame)
+
+    def _topic_rows(self, topic, candidates: Sequence[str], field: str, explain) -> list[tuple[str, str, float]]:
+        """``(qid, docid, score)`` of one topic's ``candidates`` found in the index (their records to ``explain``)."""
+        import json
+
+        from clirplug.io.topics import topic_field
+
+        docs, docids = self.doc_rows(candidates)
+        if not docids:
+            return []
+        sentences = self.prepare(topic_field(topic, field), field)
+        if not sentences:
+            return []
+        scores, results = self.score(sentences, docs, back_pointers=explain is not None)
+        if explain is not None:
+            for record in self._records(sentences, results, scores, docs, docids):
+                explain.write(json.dumps({"qid": topic.id, **record}, ensure_ascii=False) + "\n")
+        return list(zip([topic.id] * len(docids), docids, scores.tolist()))
 
     def derivations(self, text: str, docids: Sequence[str], field: str | None = None) -> list[dict]:
         """The winning derivations of the query ``text`` for each of ``docids`` found in the index: the records
@@ -583,7 +593,7 @@ def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weigh
 
 def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdConfig(), weights=None,
                v: float | None = None, kind: str = "hiero", src_lang: str = "de", lm: bool = True, depth: int = 1000,
-               explain=None, progress: bool = True):
+               explain=None, progress: bool = True, latencies: dict[str, float] | None = None):
     """BOW-FD over each topic's ``candidates`` (a run frame; ``clirplug rerank --method bowfd``).
 
     Parameters
@@ -592,10 +602,11 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
         Queried by their ``config.field``, in the language ``src_lang``.
     candidates : DataFrame
         The first-stage run whose top ``depth`` documents of each topic are rescored.
-    model : path
-        Translation model folder (``docs/models.md``), decoded with its ``kind`` grammar; without
-        ``lm``, its -LM forests (:class:`NoLMForests`, the paper's ablation).
-    index : path
+    model : path or Translator
+        Translation model folder (``docs/models.md``), decoded with its ``kind`` grammar, or a loaded
+        :class:`~clirplug.mt.translator.Translator` (restricted to the topics here, ``kind`` and
+        ``src_lang`` its own); without ``lm``, its -LM forests (:class:`NoLMForests`, the paper's ablation).
+    index : path or LuceneIndex
         Lucene index of the candidates (statistics and analyzer).
     config : BowfdConfig
     weights : path, optional
@@ -605,6 +616,8 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
         Overrides the IR default weight of ``weights``.
     explain : path, optional
         Also write each (query, document)'s winning derivation per sentence as JSON lines.
+    latencies : dict, optional
+        Each reranked topic's seconds are added to its entry (0 when absent).
 
     Returns
     -------
@@ -614,10 +627,10 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
     from clirplug.mt.translator import Translator
 
     config.check()
-    translator = Translator(model, kind=kind, src_lang=src_lang)
+    translator = model if isinstance(model, Translator) else Translator(model, kind=kind, src_lang=src_lang)
     translator.restrict_topics(topics, config.field)
     reranker = bowfd_reranker(translator, index, config, weights, v, lm, progress)
     if explain is not None:
         with atomic_open(explain) as handle:
-            return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle)
-    return reranker.rerank(topics, candidates, depth, progress=progress)
+            return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle, latencies=latencies)
+    return reranker.rerank(topics, candidates, depth, progress=progress, latencies=latencies)

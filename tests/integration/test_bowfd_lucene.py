@@ -116,6 +116,21 @@ def test_forced_decoding_prefers_the_document_with_the_translation_it_can_produc
     assert scores[docids.index("cat.1")] == pytest.approx(results[0].smt_score) == scores.min()
 
 
+def test_latencies_are_added_per_reranked_topic_and_leave_the_run_unchanged(bowfd):
+    """The experiment times each query through ``latencies``: topics with candidates only, added to what it held."""
+    import pandas as pd
+
+    from clirplug.io.topics import Topic
+
+    topics = [Topic(f"q{i}", text, text) for i, text in enumerate(QUERIES)]
+    candidates = pd.DataFrame({"qid": ["q0", "q0", "q1", "q1"], "docid": ["cp.1", "mv.1", "mv.1", "cat.1"],
+                               "score": [2.0, 1.0, 2.0, 1.0]})
+    latencies = {"q0": 100.0}
+    timed = bowfd.rerank(topics, candidates, latencies=latencies)
+    pd.testing.assert_frame_equal(timed, bowfd.rerank(topics, candidates))
+    assert sorted(latencies) == ["q0", "q1"] and latencies["q0"] > 100.0 and 0 < latencies["q1"] < 100
+
+
 def test_cli_rerank_writes_a_run_and_explanations(model_dir, tiny_index, tmp_path):
     from clirplug.cli import main
     from clirplug.io.runs import read_run

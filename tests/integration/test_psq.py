@@ -245,7 +245,10 @@ def test_cli_equals_the_experiments_psq(tiny_index, tmp_path, spec):
     assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--field", "desc", "--output", str(out),
                  "--method", "psq", "--model", str(model), "--psq", spec, "--hits", "5", "--quiet"]) == 0
     builders = Builders(model, "hiero", read_topics(topics))
-    experiment = run_settings(PsqScorer(tiny_index), builders, "desc", PsqSettings.parse(spec), hits=5)
+    latencies = {"a": 100.0}
+    experiment = run_settings(PsqScorer(tiny_index), builders, "desc", PsqSettings.parse(spec), hits=5,
+                              latencies=latencies)
+    assert sorted(latencies) == ["a", "b"] and latencies["a"] > 100.0 and 0 < latencies["b"] < 100
     cli = read_run(out)
     assert cli[["qid", "docid", "rank"]].values.tolist() == experiment[["qid", "docid", "rank"]].values.tolist()
     np.testing.assert_allclose(cli["score"], experiment["score"], rtol=1e-6)

@@ -37,6 +37,19 @@ def test_search_cli_on_tiny_index(tiny_index, tmp_path):
     assert_same_as_anserini(run, anserini_run(tiny_index, {"q.1": "copy files", "q.2": "patterns in lines"}, 3, 1.2, 0.75))
 
 
+def test_search_all_adds_each_querys_seconds_to_latencies(tiny_index):
+    from clirplug.lucene.search import Bm25Searcher
+
+    searcher = Bm25Searcher(tiny_index)
+    queries = {"q.1": "copy files", "q.2": "patterns in lines", "q.3": "the"}
+    latencies = {"q.1": 100.0}
+    run = searcher.search_all(queries, 5, progress=False, latencies=latencies)
+    assert run.equals(searcher.search_all(queries, 5, progress=False))
+    assert sorted(latencies) == sorted(queries) and latencies["q.1"] > 100.0
+    assert all(0 < latencies[qid] < 100 for qid in ("q.2", "q.3"))
+    searcher.close()
+
+
 def test_search_cli_writes_pyserini_score_format(tiny_index, tmp_path):
     """--score-format pyserini: byte for byte the file Pyserini's TrecWriter writes for SimpleSearcher's hits
     (pyserini/output_writer.py: f'{topic} Q0 {docid} {rank} {score:.6f} {tag}')."""

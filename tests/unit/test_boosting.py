@@ -19,6 +19,7 @@ from clirplug.boost import (
     ngrams,
     pair_hashes,
     pair_matrices,
+    rerank_run,
     sample_triples,
     train,
     training_pairs,
@@ -231,6 +232,24 @@ def test_scores_equal_the_sum_of_pair_weights_plus_beta_identities():
     reranked = model.rerank(topics, collection, pd.DataFrame({"qid": ["q", "q"], "docid": ["c", "a"]}))
     assert searched["docid"].tolist()[0] == collection.docids[int(np.argmax(expected))]
     assert dict(zip(reranked["docid"], reranked["score"])) == pytest.approx({"a": expected[0], "c": expected[2]})
+
+
+def test_latencies_are_added_per_topic_and_leave_the_run_unchanged():
+    """The experiment times each query through ``latencies``: one entry per topic (a topic whose candidates
+    are all outside the collection included), added to what it held, the run the same as without."""
+    collection = tiny_collection({"a": "ls list files", "b": "cat files", "c": "dog"}, order=2)
+    model = BoostModel(BoostConfig(order=2, bits=4), np.arange(16), np.random.default_rng(4).normal(size=16),
+                       np.ones(16), beta=0.7)
+    topics = [Topic("q", "ls Dateien", "ls Dateien"), Topic("r", "cat", "cat"), Topic("s", "dog", "dog")]
+    candidates = pd.DataFrame({"qid": ["q", "q", "r", "s"], "docid": ["c", "a", "b", "x"], "score": [2.0, 1.0, 1.0, 1.0]})
+    for given in (None, candidates):
+        latencies = {"q": 100.0}
+        timed = rerank_run(topics, given, model=model, corpus=collection, depth=2, progress=False, latencies=latencies)
+        pd.testing.assert_frame_equal(timed, rerank_run(topics, given, model=model, corpus=collection, depth=2,
+                                                        progress=False))
+        assert sorted(latencies) == ["q", "r", "s"] and latencies["q"] > 100.0
+        assert all(0 < seconds < 100 for qid, seconds in latencies.items() if qid != "q")
+    assert sorted(timed["qid"].unique()) == ["q", "r"]  # s's only candidate is not in the collection
 
 
 # ----------------------------------------------------------------------------- training end to end
