@@ -10,9 +10,10 @@ import pytest
 
 from clirplug import bm25
 from clirplug.errors import ClirplugError
-from clirplug.lucene._jvm import jclass
+from clirplug.lucene.anserini import index_collection
 from clirplug.lucene.index import build_index, index_statistics
 from clirplug.lucene.languages import ANALYZERS, LANGUAGES
+from clirplug.lucene.query import LuceneScores, analyze, term_query
 from clirplug.lucene.reader import LENGTH_TABLE, LuceneIndex
 
 from lucene_tiny import TINY_DOCS, write_jsonl
@@ -38,10 +39,10 @@ def test_title_is_folded_into_the_indexed_text(tiny_index):
 
 def test_df_and_postings_agree_with_lucene(tiny_index):
     index = LuceneIndex(tiny_index, progress=False)
-    utils = jclass("io.anserini.index.IndexReaderUtils")
-    reader = utils.getReader(str(tiny_index))
+    lucene = LuceneScores(tiny_index)
     terms = index.terms[:20].tolist() + ["nosuchterm"]
-    assert index.df(terms).tolist() == [utils.getDF(reader, t) for t in terms]
+    assert index.df(terms).tolist() == [lucene.df(t) for t in terms]
+    lucene.close()
     docs, tfs = index.postings("file")
     for doc, tf in zip(docs, tfs):
         assert index.doc_vector(index.docids[doc])["file"] == tf
@@ -90,22 +91,19 @@ def test_length_norms_decode_lucene_lengths(tiny_index):
 def test_bm25_from_statistics_equals_lucene_scores(tiny_index, k1, b):
     """clirplug.bm25 over the index's statistics against Lucene's BM25Similarity: every (term, document)
     as Lucene explains it (Lucene computes in float32), and a query's sum as Anserini ranks it."""
-    from clirplug.lucene._jvm import jcast
     from clirplug.lucene.search import Bm25Searcher
 
     index = LuceneIndex(tiny_index, progress=False)
     terms = index.terms.tolist()
     ours = bm25.score(index.matrix.toarray().astype(np.float64), index.length_norms(k1, b)[:, None],
                       index.idf(index.df(terms)))
-    lucene_searcher = jclass("org.apache.lucene.search.IndexSearcher")(index._reader)
-    lucene_searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+    lucene_scores = LuceneScores(tiny_index, k1, b)
     lucene = np.zeros_like(ours)
     for t, term in enumerate(terms):
-        query = jcast("org.apache.lucene.search.Query", jclass("org.apache.lucene.search.TermQuery")(
-            jclass("org.apache.lucene.index.Term")("contents", term)))
+        query = term_query(term)
         for d in range(index.num_docs):
-            explanation = lucene_searcher.explain(query, d)
-            lucene[d, t] = explanation.getValue().floatValue() if explanation.isMatch() else 0.0
+            lucene[d, t] = lucene_scores.score(query, d)
+    lucene_scores.close()
     np.testing.assert_allclose(ours, lucene, rtol=1e-6, atol=0)
 
     searcher = Bm25Searcher(tiny_index, k1=k1, b=b)
@@ -199,27 +197,18 @@ def test_documents_and_queries_are_analyzed_alike(tmp_path, language, text, expe
     assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
 
 
-def pyserini_index(corpus, index, language):
-    """Index ``corpus`` (a folder) as ``python -m pyserini.index.lucene`` does: Anserini's IndexCollection.main with
-    Pyserini's arguments, so no clirplug.json."""
-    jclass("io.anserini.index.IndexCollection").main([
-        "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator", "-input", str(corpus),
-        "-index", str(index), "-threads", "1", "-storePositions", "-storeDocvectors", "-storeRaw",
-        "-language", language])
-
-
 def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tmp_path, capsys):
     """Without clirplug.json the analyzer is unknown: searched with the English one (as it was), the German queries
     would find nothing."""
     from clirplug.cli import main
-    from clirplug.lucene.search import Bm25Searcher, analyzer_for
+    from clirplug.lucene.search import Bm25Searcher
 
     docs = [{"id": "d.1", "contents": "Die Verzeichnisse werden angezeigt"},
             {"id": "d.2", "contents": "Die Dateien werden kopiert"}, {"id": "d.3", "contents": "Verzeichnis löschen"}]
     (tmp_path / "corpus").mkdir()
     write_jsonl(tmp_path / "corpus" / "docs.jsonl", docs)
     foreign = tmp_path / "pyserini-de"
-    pyserini_index(tmp_path / "corpus", foreign, "de")
+    index_collection(tmp_path / "corpus", foreign, "de")
     assert not (foreign / "clirplug.json").exists()
     topics = tmp_path / "topics.tsv"
     topics.write_text("1\tDateien löschen\n2\tVerzeichnis\n", encoding="utf-8")
@@ -246,8 +235,8 @@ def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tmp_
     assert main([*search, "--index", str(tmp_path / "clirplug-de"), "--output", str(tmp_path / "clirplug.trec")]) == 0
     run = (tmp_path / "pyserini.trec").read_text()
     assert run == (tmp_path / "clirplug.trec").read_text() and {"d.2", "d.3"} <= set(run.split())
-    english = jclass("io.anserini.analysis.AnalyzerUtils").analyze(analyzer_for("en"), "Dateien löschen Verzeichnis")
-    assert LuceneIndex(foreign, progress=False).df([str(term) for term in english.toArray()]).tolist() == [0, 0, 0]
+    english = analyze("Dateien löschen Verzeichnis", "en")
+    assert LuceneIndex(foreign, progress=False).df(english).tolist() == [0, 0, 0]
 
 
 def test_damaged_index_metadata_is_one_line(tiny_index, tmp_path):

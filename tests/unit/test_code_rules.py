@@ -1,9 +1,9 @@
 """Rules of the code itself: ruff's checks (pyproject.toml, [tool.ruff]) and where the JVM may be touched.
 
 Only ``clirplug/lucene/`` talks to Java (STYLE.md, practice 5): it alone imports ``jnius``, and
-only it imports its JVM module ``clirplug.lucene._jvm``; the rest of the package uses the
-functions of ``clirplug.lucene`` and runs its tests without a JVM. (Integration tests and
-benchmarks may ask Lucene itself for reference values, so they are not held to this.)
+only it imports its JVM module ``clirplug.lucene._jvm``; the rest of the package, its tests and
+its benchmarks use the functions of ``clirplug.lucene`` (Lucene's own reference values too:
+``clirplug.lucene.query``, ``clirplug.lucene.anserini``).
 """
 
 import ast
@@ -49,7 +49,9 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def _outside_lucene():
-    return [path for path in sorted(PACKAGE.rglob("*.py")) if LUCENE not in path.parents]
+    """Every Python file of the package, its tests and its benchmarks, but ``clirplug/lucene/``."""
+    files = [path for folder in (PACKAGE, REPO / "tests", REPO / "benchmarks") for path in sorted(folder.rglob("*.py"))]
+    return [path for path in files if LUCENE not in path.parents]
 
 
 def _importers(paths, wanted):
