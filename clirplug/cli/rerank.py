@@ -22,6 +22,7 @@ RERANKER_HELP = {
 
 def add_arguments(parser):
     from clirplug.bm25 import BOWFD_B, BOWFD_K1
+    from clirplug.io.topics import FIELDS
     from clirplug.rerank import RERANKERS
 
     parser.epilog = method_list("rerankers (--method)", {name: RERANKER_HELP[name] for name in RERANKERS})
@@ -30,7 +31,7 @@ def add_arguments(parser):
                         help="model written by 'clirplug train <method>' (bowfd: the translation model folder)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
     add_topic_lang(parser)
-    parser.add_argument("--field", default=None, choices=["title", "desc", "narr"],
+    parser.add_argument("--field", default=None, choices=FIELDS,
                         help="topic field used as the query (default: the one the model was trained on; bowfd: title)")
     parser.add_argument("--corpus", metavar="PATH", help="the target-language collection (JSONL file or folder; boost)")
     parser.add_argument("--index", metavar="DIR", help="Lucene index (bowfd; boost reads documents from --corpus)")

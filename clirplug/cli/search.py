@@ -30,6 +30,7 @@ NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 
 def add_arguments(parser):
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+    from clirplug.io.topics import FIELDS
 
     parser.epilog = method_list("methods (--method)", SEARCH_METHODS)
     parser.add_argument("--index", metavar="DIR",
@@ -37,7 +38,7 @@ def add_arguments(parser):
                              "document embeddings beside it, in DIR.dense/)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
     add_topic_lang(parser)
-    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
+    parser.add_argument("--field", default="title", choices=FIELDS,
                         help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
     add_output(parser, "TREC run file to write")
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")

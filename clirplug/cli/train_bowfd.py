@@ -6,6 +6,7 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 def add_arguments(parser):
     from clirplug.cli import add_executor, add_output
     from clirplug.cli.options import add_settings
+    from clirplug.io.topics import FIELDS
     from clirplug.train.bowfd import BowfdSettings
 
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
@@ -18,7 +19,7 @@ def add_arguments(parser):
     parser.add_argument("--qrels", required=True, metavar="FILE", help="their relevance judgements")
     parser.add_argument("--candidates", required=True, metavar="RUN",
                         help="first-stage run on the training topics: negatives and held-out reranking come from it")
-    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"], help="query field (default: title)")
+    parser.add_argument("--field", default="title", choices=FIELDS, help="query field (default: title)")
     add_output(parser, "weights file to write (readable text)")
     add_settings(parser, BowfdSettings)
     parser.add_argument("--jobs", type=int, default=2,
