@@ -209,11 +209,6 @@ class LuceneIndex:
         rows = self.matrix[np.asarray(docs, dtype=np.int64)][:, np.maximum(cols, 0)]
         return (rows @ sp.diags((cols >= 0).astype(np.float32))).tocsr()
 
-    def doc_vector(self, docid: str) -> dict[str, int]:
-        """Analyzed term frequencies of the document ``docid``."""
-        row = self.matrix.getrow(self.doc_index(docid))
-        return {str(self.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
-
     def document_text(self, docid: str) -> str | None:
         """The stored text of the document ``docid``: what ``clirplug index`` indexed, the corpus' title and
         contents joined by a newline (:attr:`clirplug.corpus.Document.text`); None if the index stores no raw text."""

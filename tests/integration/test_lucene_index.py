@@ -30,11 +30,25 @@ def test_statistics_of_tiny_index(tiny_index):
     assert index.avg_doc_length == pytest.approx(stats["total_terms"] / stats["documents"])
 
 
+def doc_terms(index, docid) -> dict[str, int]:
+    """The analyzed term frequencies of ``docid``: its row of ``index.matrix``, which BM25 and PSQ score."""
+    row = index.matrix[index.doc_index(docid)]
+    return {str(index.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
+
+
+def lucene_tf(lucene, term, doc) -> str:
+    """The ``freq`` of ``term`` in document ``doc`` as Lucene's BM25 explanation states it (from its postings)."""
+    return lucene.explain(term_query(term), doc).split("score(freq=", 1)[1].split(")", 1)[0]
+
+
 def test_title_is_folded_into_the_indexed_text(tiny_index):
     index = LuceneIndex(tiny_index, progress=False)
+    lucene = LuceneScores(tiny_index)
     # "concatenate" occurs only in the title of cat.1 ("concatenates" in its contents stems alike)
-    assert index.doc_vector("cat.1")["concaten"] == 2
-    assert index.doc_vector("ls.1")["list"] == 2  # title "list" + contents "lists"
+    for docid, term in (("cat.1", "concaten"), ("ls.1", "list")):  # ls.1: title "list" + contents "lists"
+        assert index.tf_matrix([term], [index.doc_index(docid)])[0, 0] == doc_terms(index, docid)[term] == 2
+        assert lucene_tf(lucene, term, index.doc_index(docid)) == "2.0"
+    lucene.close()
 
 
 def test_df_and_postings_agree_with_lucene(tiny_index):
@@ -42,10 +56,12 @@ def test_df_and_postings_agree_with_lucene(tiny_index):
     lucene = LuceneScores(tiny_index)
     terms = index.terms[:20].tolist() + ["nosuchterm"]
     assert index.df(terms).tolist() == [lucene.df(t) for t in terms]
-    lucene.close()
     docs, tfs = index.postings("file")
-    for doc, tf in zip(docs, tfs):
-        assert index.doc_vector(index.docids[doc])["file"] == tf
+    assert len(docs) == lucene.count(term_query("file")) > 1
+    for doc, tf in zip(docs.tolist(), tfs.tolist()):
+        assert doc_terms(index, index.docids[doc])["file"] == tf
+        assert lucene_tf(lucene, "file", doc) == f"{tf:.1f}"
+    lucene.close()
 
 
 def _mapped(array) -> bool:
@@ -167,7 +183,7 @@ def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, exp
     stats = build_index(corpus, tmp_path / "index", language=language, progress=False)
     assert stats["language"] == language
     index = LuceneIndex(tmp_path / "index", progress=False)
-    terms = index.doc_vector("d.1")
+    terms = doc_terms(index, "d.1")
     assert all(any(t.startswith(e[:5]) for t in terms) for e in expected), terms  # stemmed, stopwords gone
     assert len(terms) == len(expected)
     assert index.analyze(text) == tuple(t for t in index.analyze(text) if t in terms)
@@ -193,7 +209,7 @@ def test_documents_and_queries_are_analyzed_alike(tmp_path, language, text, expe
     corpus = write_jsonl(tmp_path / "docs.jsonl", [{"id": "d.1", "contents": text}, {"id": "d.2", "contents": "x"}])
     assert build_index(corpus, tmp_path / "index", language=language, progress=False)["language"] == language
     index = LuceneIndex(tmp_path / "index", progress=False)
-    assert sorted(index.doc_vector("d.1")) == sorted(expected) == sorted(set(index.analyze(text)))
+    assert sorted(doc_terms(index, "d.1")) == sorted(expected) == sorted(set(index.analyze(text)))
     assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
 
 
