@@ -23,6 +23,7 @@ RERANKER_HELP = {
 def add_arguments(parser):
     from clirplug.bm25 import BOWFD_B, BOWFD_K1
     from clirplug.io.topics import FIELDS
+    from clirplug.mt.grammar import KINDS
     from clirplug.rerank import RERANKERS
 
     parser.epilog = method_list("rerankers (--method)", {name: RERANKER_HELP[name] for name in RERANKERS})
@@ -50,7 +51,7 @@ def add_arguments(parser):
     bowfd.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
     bowfd.add_argument("--sentence-depth", type=int, default=None,
                        help="top-k of each sentence ranking; others take its minimum (default: 1000)")
-    bowfd.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    bowfd.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
     add_src_lang(bowfd)
     bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
     bowfd.add_argument("--explain", metavar="FILE",
