@@ -103,6 +103,31 @@ def test_length_norms_decode_lucene_lengths(tiny_index):
     assert LENGTH_TABLE[255] > 2**30
 
 
+def test_a_weighted_query_scores_the_weighted_sum_of_its_clauses(tiny_index):
+    """weighted_query: Lucene's score is sum_i w_i * score_i (each clause boosted); a phrase clause matches what
+    Lucene's own phrase query of the text matches, and the query ranks through Bm25Searcher.search_query."""
+    from clirplug.lucene.query import phrase_query, text_phrase_query, weighted_query
+    from clirplug.lucene.search import Bm25Searcher
+
+    index = LuceneIndex(tiny_index, progress=False)
+    lucene = LuceneScores(tiny_index)
+    phrase = index.analyze_phrase("a destination file")
+    expressions, weights = [(("file", 0),), (("directori", 0),), phrase], [0.5, 0.3, 0.2]
+    query = weighted_query(expressions, weights)
+    parts = [phrase_query(e) for e in expressions]
+    assert lucene.count(parts[2]) == lucene.count(text_phrase_query("a destination file")) >= 1
+    expected = np.array([[lucene.score(part, d) for part in parts] for d in range(index.num_docs)], np.float32)
+    summed = (expected * np.array(weights, np.float32)).sum(axis=1)
+    scores = np.array([lucene.score(query, d) for d in range(index.num_docs)])
+    np.testing.assert_allclose(scores, summed, rtol=1e-6)
+    assert (expected[:, 2] > 0).sum() == lucene.count(parts[2]) and (scores > 0).sum() == lucene.count(query)
+    searcher = Bm25Searcher(tiny_index)
+    ranked = searcher.search_query(query, 10)
+    assert [d for d, _ in ranked] == [index.docids[i] for i in sorted(np.flatnonzero(scores), key=lambda i: (-scores[i], index.docids[i]))]
+    searcher.close()
+    lucene.close()
+
+
 @pytest.mark.parametrize("k1, b", [(bm25.ANSERINI_K1, bm25.ANSERINI_B), (bm25.BOWFD_K1, bm25.BOWFD_B)])
 def test_bm25_from_statistics_equals_lucene_scores(tiny_index, k1, b):
     """clirplug.bm25 over the index's statistics against Lucene's BM25Similarity: every (term, document)
