@@ -52,12 +52,6 @@ def weighted_query(expressions, weights, field: str = FIELD):
     return jcast("org.apache.lucene.search.Query", builder.build())
 
 
-def analyze(text: str, language: str = "en") -> list[str]:
-    """The terms Anserini's ``AnalyzerUtils`` makes of ``text`` with the ``language`` analyzer."""
-    terms = jclass("io.anserini.analysis.AnalyzerUtils").analyze(analyzer_for(language), text)
-    return [str(term) for term in terms.toArray()]
-
-
 class LuceneScores:
     """Lucene's own counts, document frequencies and BM25 scores over one index (``BM25Similarity(k1, b)``).
 
