@@ -268,7 +268,8 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
 
     dataset_id = irds_id(path)
     if dataset_id is not None:
-        records = ((n, Topic(*fields)) for n, fields in enumerate(irds_topics(dataset_id, lang), 1))  # irds:<id>:<n>
+        # errors name irds:<id>:<position>
+        records = ((n, Topic(*fields)) for n, fields in enumerate(irds_topics(dataset_id, lang), 1))
     else:
         try:
             text = Path(path).read_text(encoding="utf-8")
