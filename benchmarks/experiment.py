@@ -1,7 +1,7 @@
 """Wall time of `clirplug experiment CONFIG`, invoked twice: the second must skip every stage
 and leave the run files byte for byte as they were.
 
-Usage: nice .venv/bin/python benchmarks/experiment.py clirplug/data/demo.yaml [--root DIR] [--jobs N] [--set K=V ...]
+Usage: nice .venv/bin/python benchmarks/experiment.py clirplug/data/demo.yaml [--root DIR] [--threads N] [--set K=V ...]
 Prints a markdown table (invocation, wall seconds, stages run, run files, identical to the first).
 """
 
@@ -23,12 +23,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--root", help="output root (default: a fresh temporary folder)")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     root = Path(args.root or tempfile.mkdtemp(prefix="clirplug-experiment-"))
     command = [sys.executable, "-m", "clirplug", "experiment", args.config, "--root", str(root), "--quiet",
-               "--jobs", str(args.jobs)] + [f"--set={o}" for o in args.overrides]
+               "--threads", str(args.threads)] + [f"--set={o}" for o in args.overrides]
     rows, first = [], None
     for invocation in (1, 2):
         start = time.perf_counter()
@@ -42,7 +42,7 @@ def main():
         first = first or files
         rows.append((invocation, seconds, ran, len(files), files == first))
     stages = json.loads(report.with_suffix(".json").read_text())["stages"]
-    print(f"`{args.config}`, root {root}, --jobs {args.jobs}: {len(stages) + 1} stages\n")
+    print(f"`{args.config}`, root {root}, --threads {args.threads}: {len(stages) + 1} stages\n")
     print("| invocation | wall s | stages run | run files | run files identical to the first |")
     print("|---|---|---|---|---|")
     for invocation, seconds, ran, count, same in rows:

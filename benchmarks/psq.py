@@ -210,35 +210,12 @@ def identity(args):
     searcher.close()
 
 
-def boolean_query(expressions, weights):
-
-    """Lucene BooleanQuery of SHOULD clauses ``BoostQuery(TermQuery|PhraseQuery, weight)``."""
-    from clirplug.lucene._jvm import jclass
-    from clirplug.lucene.reader import FIELD
-
-    term_cls, term_query = jclass("org.apache.lucene.index.Term"), jclass("org.apache.lucene.search.TermQuery")
-    boost_query = jclass("org.apache.lucene.search.BoostQuery")
-    should = jclass("org.apache.lucene.search.BooleanClause$Occur").SHOULD
-    builder = jclass("org.apache.lucene.search.BooleanQuery$Builder")()
-    for expression, weight in zip(expressions, weights):
-        if len(expression) == 1:
-            clause = term_query(term_cls(FIELD, expression[0][0]))
-        else:
-            phrase = jclass("org.apache.lucene.search.PhraseQuery$Builder")()
-            for term, position in expression:
-                phrase.add(term_cls(FIELD, term), position)
-            clause = phrase.build()
-        builder.add(boost_query(clause, float(weight)), should)
-    return builder.build()
-
-
 def latency(args):
-    from clirplug.lucene._jvm import jclass
+    from clirplug.lucene.query import weighted_query
     from clirplug.lucene.search import Bm25Searcher
 
     collection, model = Path(args.collection), Path(args.model)
     topics = read_topics(collection / "topics.dev.jsonl")
-    jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 16)
     print("| index | field | queries | expanded terms (median) | PSQ median ms | Lucene BooleanQuery median ms | ratio |")
     print("|---|---|---|---|---|---|---|")
     for index in args.indexes:
@@ -262,7 +239,7 @@ def latency(args):
                 for dist in query:
                     for expression, p in dist.items():
                         merged[expression] = merged.get(expression, 0.0) + p
-                lucene_query = boolean_query(list(merged), list(merged.values()))
+                lucene_query = weighted_query(list(merged), list(merged.values()))
                 sizes.append(len(merged))
                 t0 = time.perf_counter()
                 scorer.top(*scorer.score(query), 1000)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from clirplug.io.topics import read_topics
-from clirplug.lucene._jvm import jclass
+from clirplug.lucene.anserini import SimpleSearcher
 from clirplug.lucene.search import Bm25Searcher
 
 
@@ -33,18 +33,14 @@ def main():
     args = parser.parse_args()
     topics = read_topics(Path(args.collection) / f"topics.{args.split}.jsonl")
     ours = Bm25Searcher(args.index)
-    anserini = jclass("io.anserini.search.SimpleSearcher")(args.index)
-    anserini.set_bm25(0.9, 0.4)
-
-    def anserini_search(text, hits):
-        return [(h.docid, h.score) for h in anserini.search(text, hits)] if text.strip() else []
+    anserini = SimpleSearcher(args.index)
 
     print("| field | queries equal | positions equal | median s/query clirplug | median s/query SimpleSearcher |")
     print("|---|---|---|---|---|")
     for field in ("title", "desc"):
         queries = {t.id: getattr(t, field) for t in topics}
         mine, t_mine = timed(ours.search, queries, args.hits)
-        theirs, t_theirs = timed(anserini_search, queries, args.hits)
+        theirs, t_theirs = timed(anserini.search, queries, args.hits)
         equal_queries = equal_positions = positions = 0
         for qid in queries:
             a = [(d, round(s, 4)) for d, s in mine[qid]]

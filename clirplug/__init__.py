@@ -1,8 +1,8 @@
 """clirplug: cross-language information retrieval on top of Pyserini/Anserini.
 
-The Python API (:mod:`clirplug.api`): a searcher per method (``search``, ``batch_search``,
-``transformer`` for PyTerrier) and the translation model as an object. Its names are imported
-on first use, so that ``clirplug --help`` loads neither numpy nor Java.
+The Python API (:mod:`clirplug.api`): a searcher per method (``search``, ``batch_search``;
+PyTerrier transformers of them in :mod:`clirplug.pyterrier`) and the translation model as an
+object. Its names are imported on first use, so that ``clirplug --help`` loads neither numpy nor Java.
 """
 
 import importlib

@@ -17,7 +17,7 @@ The translation column holds the target-language query each document was scored 
 query itself, DT the 1-best, PSQ the weighted query (``#wsum(0.7 file 0.3 data)`` per source
 token, ``#1(...)`` a phrase), BOW-FD the document's winning derivation (sentences joined by
 spaces), boosting none (it scores n-gram pairs), fusion those of its inputs joined by `` | ``.
-``searcher.transformer()`` makes a PyTerrier transformer of any searcher (:mod:`clirplug.pyterrier`).
+``clirplug.pyterrier.ClirplugTransformer(searcher)`` makes a PyTerrier transformer of any searcher.
 """
 
 from __future__ import annotations
@@ -137,12 +137,6 @@ class Searcher:
             with make_executor(workers) as pool:
                 return _ranked(pd.concat(pool.map(_run_part, shares), ignore_index=True), k)
         return _ranked(self.run(topics, k, progress), k)
-
-    def transformer(self, k: int = 1000, threads: int = 1):
-        """This searcher as a PyTerrier transformer (:class:`clirplug.pyterrier.ClirplugTransformer`)."""
-        from clirplug.pyterrier import ClirplugTransformer
-
-        return ClirplugTransformer(self, k, threads)
 
     def __reduce__(self):
         return _rebuild, (type(self), self._spec)

@@ -7,17 +7,18 @@ those it may download. Records become clirplug's:
 
 * a document ``(doc_id, title, text, ...)`` becomes ``{"id", "title", "contents"}``; a document
   type without ``text`` gives its ``default_text()`` as the contents;
-* a query becomes a :class:`~clirplug.io.topics.Topic`: ``title`` (or ``text``),
+* a query becomes a topic (:class:`~clirplug.io.topics.Topic`): ``title`` (or ``text``),
   ``description`` and ``narrative`` (HC4: the texts of ``narrative_by_relevance`` joined) as
   title, desc and narr. HC4 and NeuCLIR queries also hold
   the human (``ht_``) and machine (``mt_``) translations into the documents' language, chosen by
-  a topic language (:func:`clirplug.io.topics.topic_language`);
+  a topic language (:func:`clirplug.languages.topic_language`);
 * a qrel ``(query_id, doc_id, relevance, iteration)`` becomes a qrels row.
 """
 
 from collections.abc import Iterator
 
 from clirplug.errors import ClirplugError
+from clirplug.languages import iso639_3, topic_language
 
 PREFIX = "irds:"
 # the errors ir_datasets raises when a file is absent and cannot be downloaded
@@ -76,8 +77,6 @@ def _query_fields(query, lang: str | None, machine: bool, original: str | None, 
 
     ``original`` is the language of the queries' own fields (None when ir_datasets does not say).
     """
-    from clirplug.io.topics import iso639_3
-
     translated = getattr(query, "translation_lang", None)
     if lang is None or (lang == original and not machine) or (original is None and translated is None and not machine):
         prefix = ""
@@ -100,10 +99,8 @@ def _query_fields(query, lang: str | None, machine: bool, original: str | None, 
     return tuple(value if isinstance(value, str) else "" for value in values)
 
 
-def irds_topics(dataset_id: str, lang: str | None = None):
-    """The topics of ``dataset_id`` (a list of :class:`~clirplug.io.topics.Topic`), in ``lang`` when given."""
-    from clirplug.io.topics import Topic, iso639_3, topic_language
-
+def irds_topics(dataset_id: str, lang: str | None = None) -> list[tuple[str, str, str, str]]:
+    """``(id, title, desc, narr)`` of each topic of ``dataset_id``, in the topic language ``lang`` when given."""
     code, machine = topic_language(lang) if lang else (None, False)
     dataset = load_dataset(dataset_id, "queries")
     try:
@@ -113,7 +110,7 @@ def irds_topics(dataset_id: str, lang: str | None = None):
     stated = dataset.queries_lang()
     # HC4 and NeuCLIR queries (with a translation_lang) are English topics and their translations
     original = iso639_3(stated) if stated else "eng" if queries and hasattr(queries[0], "translation_lang") else None
-    return [Topic(str(query.query_id), *_query_fields(query, code, machine, original, dataset_id)) for query in queries]
+    return [(str(query.query_id), *_query_fields(query, code, machine, original, dataset_id)) for query in queries]
 
 
 def irds_qrels(dataset_id: str) -> Iterator[tuple[str, str, int]]:
@@ -124,54 +121,3 @@ def irds_qrels(dataset_id: str) -> Iterator[tuple[str, str, int]]:
             yield str(qrel.query_id), str(qrel.doc_id), int(qrel.relevance)
     except _LOAD_ERRORS as error:
         raise _load_error(dataset_id, "qrels", error) from error
-
-
-def write_collection(dataset_id: str, folder, splits, lang: str | None = None, progress: bool = True) -> None:
-    """Write ``dataset_id`` into ``folder`` in the layout of a collection folder (``docs/experiments.md``).
-
-    ``corpus.jsonl`` holds the documents of ``dataset_id``; ``topics.<split>.jsonl`` the topics of
-    ``<dataset_id>/<split>`` in the topic language ``lang``, and ``qrels.<split>.txt`` its qrels when it
-    has some. ``irds.json`` records what was written: files written for the same id and language
-    are kept, the corpus and each split once.
-    """
-    import json
-    import sys
-    from pathlib import Path
-
-    from tqdm import tqdm
-
-    from clirplug.atomic import atomic_open
-    from clirplug.corpus import read_corpus
-    from clirplug.io.topics import read_topics, write_topics
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / "irds.json"
-    made = {"irds": dataset_id, "lang": lang}
-    try:
-        recorded = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        recorded = None
-    if recorded != made:
-        for old in [folder / "corpus.jsonl", *folder.glob("topics.*.jsonl"), *folder.glob("qrels.*.txt")]:
-            old.unlink(missing_ok=True)
-        with atomic_open(marker) as handle:
-            handle.write(json.dumps(made) + "\n")
-    corpus = folder / "corpus.jsonl"
-    if not corpus.is_file():
-        docs = tqdm(read_corpus(PREFIX + dataset_id), desc=f"{PREFIX}{dataset_id}", unit=" docs",
-                    total=irds_document_count(dataset_id), disable=None if progress else True, file=sys.stderr)
-        with atomic_open(corpus) as handle:
-            for doc in docs:
-                handle.write(json.dumps({"id": doc.id, "title": doc.title, "contents": doc.contents},
-                                        ensure_ascii=False) + "\n")
-    for split in dict.fromkeys(splits):
-        split_id = f"{dataset_id}/{split}"
-        topics = folder / f"topics.{split}.jsonl"
-        if not topics.is_file():
-            write_topics(read_topics(PREFIX + split_id, lang=lang), topics)
-        qrels = folder / f"qrels.{split}.txt"
-        if not qrels.is_file() and load_dataset(split_id, "queries").has_qrels():
-            lines = [f"{qid} 0 {docid} {relevance}\n" for qid, docid, relevance in irds_qrels(split_id)]
-            with atomic_open(qrels) as handle:
-                handle.writelines(lines)

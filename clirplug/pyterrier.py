@@ -1,11 +1,11 @@
 """PyTerrier transformers of the clirplug searchers (``pip install clirplug[pyterrier]``).
 
-``searcher.transformer()`` wraps any :class:`clirplug.api.Searcher`. Given queries (``qid, query``)
+``ClirplugTransformer(searcher)`` wraps any :class:`clirplug.api.Searcher`. Given queries (``qid, query``)
 it retrieves; given results (``qid, query, docno, score``, e.g. from an earlier stage), a reranker
 (BOW-FD, boosting) rescores their top ``depth`` documents, so pipelines compose as in PyTerrier::
 
-    dt = DtSearcher("indexes/demo", model).transformer()
-    bowfd = BowfdSearcher("indexes/demo", model, depth=50).transformer()
+    dt = ClirplugTransformer(DtSearcher("indexes/demo", model))
+    bowfd = ClirplugTransformer(BowfdSearcher("indexes/demo", model, depth=50))
     results = (dt >> bowfd)(pt.io.read_topics("topics.tsv", format="singleline"))
 
 The output has PyTerrier's columns ``qid, query, docno, score, rank`` (ranks from

@@ -98,12 +98,14 @@ def add_topic_lang(container):
              "for irds:ID)")
 
 
-def add_threads(container, help: str):
-    """``--threads N``: parallel workers of a command; default None (the command decides).
+def add_threads(container, help: str, default: int | None = None, aliases=()):
+    """``--threads N``: parallel workers of a command (Pyserini's name); default None lets the command decide.
 
-    The command checks N >= 1 itself (:func:`check_threads`), so a bad value is one error line.
+    ``aliases`` are older names of the option (``--jobs``), hidden (:func:`add_aliases`). The command
+    checks N >= 1 itself (:func:`check_threads`), so a bad value is one error line.
     """
-    return container.add_argument("--threads", type=int, default=None, metavar="N", help=help)
+    return add_aliases(container, container.add_argument("--threads", type=int, default=default, metavar="N", help=help),
+                       *aliases)
 
 
 def add_executor(container, default: str | None = "local"):
@@ -123,8 +125,7 @@ def executor_settings(args, jobs: int):
     """The :class:`clirplug.executor.ExecutorSettings` of :func:`add_executor`'s options and ``jobs`` workers."""
     from clirplug.executor import ExecutorSettings
 
-    if jobs < 1:
-        raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
+    check_threads(jobs)
     if args.ray_address and args.executor != "ray":
         raise ClirplugError("--ray-address needs --executor ray")
     return ExecutorSettings(args.executor, jobs, args.ray_address)

@@ -2,9 +2,6 @@
 
 HELP = "evaluate TREC runs against qrels (MAP, nDCG, P@k, R@k, PRES@N; paired randomization tests)"
 
-DEFAULT_MEASURES = "MAP nDCG nDCG@10 P@10 R@1000 PRES@1000"  # = clirplug.eval.DEFAULT_MEASURES
-CORRECTIONS = ["holm"]  # = clirplug.eval.significance.CORRECTIONS (not imported here: it loads numpy)
-
 EPILOG = """\
 Measures: ir_measures names (AP, nDCG@10, P@10, R@1000, RR, Rprec, Bpref, NumRelRet, ...),
 trec_eval names (map, P_10, ndcg_cut_10, ...), the aliases MAP=AP, NDCG=nDCG, MRR=RR, and
@@ -21,12 +18,16 @@ adjusted p < 0.05, and the output has both p_value and p_holm.
 def add_arguments(parser):
     import argparse
 
+    from clirplug.eval.measures import DEFAULT_MEASURES
+    from clirplug.eval.significance import CORRECTIONS
+
+    measures = " ".join(DEFAULT_MEASURES)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (qid Q0 docid rank score tag)")
     parser.add_argument("--qrels", required=True,
                         help="TREC qrels file (qid iter docid relevance), or irds:ID (the qrels of an ir_datasets id)")
-    parser.add_argument("--measures", default=DEFAULT_MEASURES, help=f"space-separated measures (default: {DEFAULT_MEASURES})")
+    parser.add_argument("--measures", default=measures, help=f"space-separated measures (default: {measures})")
     parser.add_argument("--baseline", metavar="RUN", help="run to test the others against (added if not among RUN)")
     parser.add_argument("--per-query", action="store_true", help="also print the value of every query")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")

@@ -10,7 +10,7 @@ def add_arguments(parser):
 
 def add_run_options(parser, root: str | None):
     """The options of an experiment run (also ``clirplug demo``'s); ``root`` is ``--root``'s default."""
-    from clirplug.cli import add_executor
+    from clirplug.cli import add_executor, add_threads
 
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set collection.path=DIR --set collection.lang=fr "
@@ -19,8 +19,7 @@ def add_run_options(parser, root: str | None):
     action = parser.add_argument("--root", default=root, metavar="DIR",
                                  help=f"folder for runs/, indexes/ and models/ (= --set root=DIR; {shown})")
     parser.add_argument("--dry-run", action="store_true", help="list the stages and whether each would run")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="workers for query-parallel stages (default: the config's jobs, else 1)")
+    add_threads(parser, "workers for query-parallel stages (default: the config's jobs, else 1)", aliases=["--jobs"])
     add_executor(parser, default=None)
     parser.add_argument("--force", action="store_true", help="rerun every stage even when up to date")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -31,12 +30,14 @@ def run_config(path, args) -> int:
     """Run the experiment config at ``path`` with the options of :func:`add_run_options`."""
     import sys
 
+    from clirplug.cli import check_threads
     from clirplug.experiment.config import load_config
     from clirplug.experiment.runner import run_experiment
 
+    check_threads(args.threads)
     overrides = list(args.overrides) + ([f"root={args.root}"] if args.root else [])
     config = load_config(path, overrides)
-    outcomes = run_experiment(config, jobs=args.jobs, dry_run=args.dry_run, force=args.force,
+    outcomes = run_experiment(config, jobs=args.threads, dry_run=args.dry_run, force=args.force,
                               progress=not args.quiet, log=sys.stdout if args.dry_run else sys.stderr,
                               executor=args.executor, ray_address=args.ray_address)
     ran = sum(o.status == "ran" for o in outcomes)

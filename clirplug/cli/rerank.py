@@ -22,6 +22,8 @@ RERANKER_HELP = {
 
 def add_arguments(parser):
     from clirplug.bm25 import BOWFD_B, BOWFD_K1
+    from clirplug.io.topics import FIELDS
+    from clirplug.mt.grammar import KINDS
     from clirplug.rerank import RERANKERS
 
     parser.epilog = method_list("rerankers (--method)", {name: RERANKER_HELP[name] for name in RERANKERS})
@@ -30,7 +32,7 @@ def add_arguments(parser):
                         help="model written by 'clirplug train <method>' (bowfd: the translation model folder)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
     add_topic_lang(parser)
-    parser.add_argument("--field", default=None, choices=["title", "desc", "narr"],
+    parser.add_argument("--field", default=None, choices=FIELDS,
                         help="topic field used as the query (default: the one the model was trained on; bowfd: title)")
     parser.add_argument("--corpus", metavar="PATH", help="the target-language collection (JSONL file or folder; boost)")
     parser.add_argument("--index", metavar="DIR", help="Lucene index (bowfd; boost reads documents from --corpus)")
@@ -49,7 +51,7 @@ def add_arguments(parser):
     bowfd.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
     bowfd.add_argument("--sentence-depth", type=int, default=None,
                        help="top-k of each sentence ranking; others take its minimum (default: 1000)")
-    bowfd.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    bowfd.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
     add_src_lang(bowfd)
     bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
     bowfd.add_argument("--explain", metavar="FILE",

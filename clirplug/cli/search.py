@@ -30,6 +30,8 @@ NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 
 def add_arguments(parser):
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+    from clirplug.io.topics import FIELDS
+    from clirplug.mt.grammar import KINDS
 
     parser.epilog = method_list("methods (--method)", SEARCH_METHODS)
     parser.add_argument("--index", metavar="DIR",
@@ -37,7 +39,7 @@ def add_arguments(parser):
                              "document embeddings beside it, in DIR.dense/)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
     add_topic_lang(parser)
-    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
+    parser.add_argument("--field", default="title", choices=FIELDS,
                         help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
     add_output(parser, "TREC run file to write")
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
@@ -50,7 +52,7 @@ def add_arguments(parser):
     model.add_argument("--model", metavar="PATH",
                        help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
                             "or a boosting model file from 'clirplug train boost' (boost)")
-    model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    model.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
     add_src_lang(model, "query language, for tokenization (dt, dt-mira, psq; default: de)")
     psq = parser.add_argument_group("PSQ (--method psq; see docs/psq.md)")
     psq.add_argument("--table", metavar="FILE", help="PSQ table p(e|f): JSON {\"src\": {\"tgt\": p}} or TSV src<TAB>tgt<TAB>p")

@@ -7,6 +7,7 @@ HELP = "answer searches over HTTP (JSON at /search, a search page at /) with an 
 
 def add_arguments(parser):
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+    from clirplug.mt.grammar import KINDS
     from clirplug.serve.service import METHODS
 
     parser.epilog = method_list("methods (--method)", METHODS) + (
@@ -20,7 +21,7 @@ def add_arguments(parser):
     parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
     model = parser.add_argument_group("translation (dt, psq, bowfd)")
     model.add_argument("--model", metavar="DIR", help="model folder trained by 'clirplug train' (docs/models.md)")
-    model.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    model.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
     add_src_lang(model, "query language, for tokenization (default: de)")
     model.add_argument("--psq", default="", metavar="SPEC", help="psq: the PSQ options, as 'clirplug search --psq'")
     model.add_argument("--stopwords", metavar="FILE", help="dt, bowfd: target-language stopwords removed from the 1-best")

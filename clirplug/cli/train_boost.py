@@ -4,7 +4,7 @@ HELP = "bagged RankBoost over hashed (German n-gram, English n-gram) pairs, from
 
 
 def add_arguments(parser):
-    from clirplug.cli import add_executor, add_output
+    from clirplug.cli import add_executor, add_output, add_threads
     from clirplug.cli.options import add_settings
     from clirplug.train.boost import BoostSettings
 
@@ -13,7 +13,7 @@ def add_arguments(parser):
     parser.add_argument("--corpus", required=True, metavar="PATH", help="the English collection (JSONL file or folder)")
     add_output(parser, "model file to write (.npz)")
     add_settings(parser, BoostSettings)
-    parser.add_argument("--jobs", type=int, default=2, help="bags trained in parallel (default: 2)")
+    add_threads(parser, "bags trained in parallel (default: 2)", default=2, aliases=["--jobs"])
     add_executor(parser)
     parser.add_argument("--show", type=int, default=20, help="print the first N features of the table (default: 20)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -25,5 +25,5 @@ def run(args):
     from clirplug.train.boost import BoostSettings, train_boost
 
     train_boost(args.topics, args.qrels, args.corpus, args.output, settings_from_args(BoostSettings, args),
-                jobs=executor_settings(args, args.jobs), progress=not args.quiet, show=args.show)
+                jobs=executor_settings(args, args.threads), progress=not args.quiet, show=args.show)
     return 0

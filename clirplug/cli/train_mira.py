@@ -6,14 +6,16 @@ HELP = "MIRA weights that rerank the decoder's n-best query translations by retr
 def add_arguments(parser):
     from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
+    from clirplug.io.topics import FIELDS
+    from clirplug.mt.grammar import KINDS
     from clirplug.train.mira import MiraSettings
 
     parser.add_argument("--model", required=True, metavar="DIR", help="translation model folder (see docs/models.md)")
-    parser.add_argument("--kind", default="flat", choices=["hiero", "flat"], help="grammar of the model (default: flat)")
+    parser.add_argument("--kind", default="flat", choices=KINDS, help="grammar of the model (default: flat)")
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index of the target collection")
     parser.add_argument("--topics", required=True, metavar="FILE", help="training topics (the train split)")
     parser.add_argument("--qrels", required=True, metavar="FILE", help="their relevance judgements")
-    parser.add_argument("--field", default="title", choices=["title", "desc", "narr"],
+    parser.add_argument("--field", default="title", choices=FIELDS,
                         help="query field; not title: sentence by sentence, as DT (default: title)")
     add_output(parser, "model file to write (JSON)")
     add_settings(parser, MiraSettings)

@@ -10,10 +10,11 @@ QUERY_INPUTS = {"title": ("corpus",), "desc": ("bitext_src", "bitext_tgt", "bite
 def add_arguments(parser):
     from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
+    from clirplug.mt.grammar import KINDS
     from clirplug.train.weights import WeightsSettings
 
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")
-    parser.add_argument("--kind", choices=("hiero", "flat"), default="hiero", help="grammar (default: hiero)")
+    parser.add_argument("--kind", choices=KINDS, default="hiero", help="grammar (default: hiero)")
     parser.add_argument("--src", help="tuning source text, a sentence a line (or --queries, below)")
     parser.add_argument("--tgt", help="tuning reference text, line-aligned with --src")
     parser.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")

@@ -32,13 +32,16 @@ FORMATS = ("text", "tsv", "jsonl")
 
 
 def add_arguments(parser):
+    from clirplug.io.topics import FIELDS
+    from clirplug.mt.grammar import KINDS
+
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")
     parser.add_argument("--input", required=True, metavar="FILE",
                         help="plain text (a sentence a line), a topic file (JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV) "
                              "or irds:ID (the topics of an ir_datasets id)")
     add_topic_lang(parser)
-    parser.add_argument("--kind", choices=("hiero", "flat"), default="hiero", help="grammar (default: hiero)")
-    parser.add_argument("--field", choices=("title", "desc", "narr"), default="title", help="topic field (default: title)")
+    parser.add_argument("--kind", choices=KINDS, default="hiero", help="grammar (default: hiero)")
+    parser.add_argument("--field", choices=FIELDS, default="title", help="topic field (default: title)")
     parser.add_argument("--nbest", type=int, default=1, metavar="N", help="translations per sentence (default: 1)")
     parser.add_argument("--unique", action="store_true",
                         help="n-best lists of distinct strings, the best derivation of each (default: derivations, "
@@ -54,26 +57,6 @@ def add_arguments(parser):
     add_src_lang(parser, "source language for preprocessing (default: de)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write DIR/cache/")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def unique_nbest(translator, tokens, nbest: int, forest=None):
-    """The best derivation of each of the ``nbest`` best distinct target strings of ``tokens``.
-
-    A string can have many derivations (other segmentations, rules or LM states), so the n best
-    derivations may hold fewer than n strings: derivations are read in k-best order, without a
-    cap, until ``nbest`` strings are found or the forest is exhausted. (``Decoder.translate`` with
-    ``unique=True`` stops after ``UNIQUE_FACTOR * nbest`` derivations, as cdec does, and can
-    return fewer strings than the forest has.)
-    """
-    import sys
-
-    from clirplug.mt.decoder import translations
-    from clirplug.mt.kbest import unique_kbest
-
-    forest = forest if forest is not None else translator.forest(tokens)
-    derivations = unique_kbest(forest, translator.weights, nbest, lambda d: forest.derivation_yield(d)[0],
-                               limit=sys.maxsize)
-    return translations(forest, derivations)
 
 
 def _tsv_lines(records, path):
@@ -110,6 +93,7 @@ def run(args):
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
     from clirplug.irds import irds_id
+    from clirplug.mt.decoder import unique_translations
     from clirplug.mt.grammar import format_rule
     from clirplug.mt.preprocess import chunks
     from clirplug.mt.translator import Translator, translation_json
@@ -140,18 +124,19 @@ def run(args):
         items = [(str(number), chunks(translator.tokenize(line))) for number, line in enumerate(lines, 1)]
         output_format = args.format or ("text" if args.nbest == 1 else "jsonl")
     translator.restrict([tokens for _, sentences in items for tokens in sentences])
+    unique = args.unique and args.nbest > 1  # distinct strings, read off each sentence's forest
     records = []
     with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr,
               disable=args.quiet) as bar:
         for item_id, sentences in items:
             record = {"id": item_id, "sentences": []}
             for k, tokens in enumerate(sentences):
-                forest = translator.forest(tokens) if args.forest else None
-                if args.unique and args.nbest > 1:
-                    nbest = unique_nbest(translator, tokens, args.nbest, forest)
+                forest = translator.forest(tokens) if args.forest or unique else None
+                if unique:
+                    nbest = unique_translations(forest, translator.weights, args.nbest)
                 else:
                     nbest = translator.translate(tokens, args.nbest, forest)
-                if forest is not None:
+                if args.forest:
                     forest.save(Path(args.forest) / f"{item_id}.{k}.json.gz", format_rule)
                 record["sentences"].append({"source": tokens, "nbest": [translation_json(t) for t in nbest]})
                 bar.update()

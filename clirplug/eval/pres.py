@@ -13,8 +13,6 @@ documents lead the ranking and 0 when none is retrieved. When ``n > N_max`` the 
 achievable value is ``N_max / n``: PRES then lies between 0 and recall at ``N_max``.
 """
 
-import numpy as np
-
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import sort_run
 
@@ -38,6 +36,7 @@ def pres(run, qrels, n_max: int):
         PRES per qid of ``qrels`` (sorted by qid); 0 for a query without relevant
         documents or missing from the run. Queries only in the run are ignored.
     """
+    import numpy as np
     import pandas as pd
 
     if n_max < 1:

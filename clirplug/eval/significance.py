@@ -13,9 +13,9 @@ tables, a run's value is followed by ``*`` when it differs from the baseline's a
 
 Several runs tested against one baseline are a family of tests: :func:`holm` adjusts their
 p-values so that the chance of any false ``*`` in the family stays below ``alpha``.
+Numpy is imported on first use, so that the command line lists ``--correction``'s choices
+(:data:`CORRECTIONS`) without loading it.
 """
-
-import numpy as np
 
 PERMUTATIONS = 10_000
 SEED = 20070806  # fixed default: every p-value is reproducible
@@ -41,6 +41,8 @@ def randomization_test(system, baseline, permutations: int = PERMUTATIONS, seed:
     float or numpy.ndarray
         The p-value(s): ``(1 + #{|mean(s * d)| >= |mean(d)|}) / (1 + permutations)``.
     """
+    import numpy as np
+
     system, baseline = np.asarray(system, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if system.shape != baseline.shape:
         raise ValueError(f"paired samples differ in shape: {system.shape} vs {baseline.shape}")
@@ -58,7 +60,7 @@ def randomization_test(system, baseline, permutations: int = PERMUTATIONS, seed:
     return float(p_values[0]) if scalar else p_values
 
 
-def holm(p_values) -> np.ndarray:
+def holm(p_values):
     """Holm's (1979) step-down adjustment of a family of p-values (Holm-Bonferroni).
 
     With the m p-values sorted ascending, the i-th (from 1) becomes
@@ -75,6 +77,8 @@ def holm(p_values) -> np.ndarray:
     numpy.ndarray
         The adjusted p-values, in the order of ``p_values``.
     """
+    import numpy as np
+
     p_values = np.asarray(p_values, dtype=np.float64)
     if p_values.ndim != 1 or not ((p_values >= 0) & (p_values <= 1)).all():
         raise ValueError(f"expected a list of p-values in [0, 1], got {p_values.tolist()}")

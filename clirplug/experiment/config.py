@@ -138,7 +138,7 @@ class ExperimentConfig:
 def prepare_collection(config: ExperimentConfig, progress: bool = True) -> None:
     """Write the collection folder of an ``irds:`` collection (its corpus and the topics and qrels of
     the splits the config runs and tunes on) unless written before; a collection folder is left as is."""
-    from clirplug.irds import write_collection
+    from clirplug.io.collection import write_collection
 
     c = config.collection
     if c.irds is not None:

@@ -18,7 +18,7 @@ Formats
     The multilingual JSONL topics of HC4 and NeuCLIR, told apart from ``jsonl`` by their content
     (a first line with ``topic_id`` and ``topics``): ``{"topic_id", "topics": [{"lang", "source",
     "topic_title", "topic_description"[, "topic_narrative"]}, ...][, "narratives": {lang:
-    text or {label: text}}]}``. The topic language (:func:`topic_language`; default ``en``)
+    text or {label: text}}]}``. The topic language (:func:`clirplug.languages.topic_language`; default ``en``)
     picks the entry of ``topics``: the original or the human translation in that language, or
     with ``LANG:mt`` its machine translation. narr is the entry's ``topic_narrative``, else the
     ``narratives`` of that language, or the only one (HC4's are English, one per document
@@ -39,14 +39,9 @@ from typing import NamedTuple
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, warn, where
 from clirplug.io.jsonl import json_records
+from clirplug.languages import iso639_3, topic_language
 
 FIELDS = ("title", "desc", "narr")
-# ISO 639-1 (and 639-2/B) codes -> ISO 639-3, the codes of HC4 and NeuCLIR topics
-ISO639_3 = {"en": "eng", "fa": "fas", "ru": "rus", "zh": "zho", "de": "deu", "fr": "fra", "es": "spa", "ar": "ara",
-            "it": "ita", "ja": "jpn", "ko": "kor", "nl": "nld", "pt": "por", "per": "fas", "chi": "zho", "ger": "deu",
-            "fre": "fra"}
-
-
 class Topic(NamedTuple):
     """One topic: its id and the three classic TREC fields."""
 
@@ -71,26 +66,6 @@ def topic_field(topic: Topic, field: str) -> str:
 def _check_field(field):
     if field not in FIELDS:
         raise ClirplugError(f"unknown topic field {field!r}: choose one of {', '.join(FIELDS)}")
-
-
-def iso639_3(code: str) -> str:
-    """The ISO 639-3 code of a language code: ``fa`` -> ``fas``; a three-letter code is kept."""
-    code = code.strip().lower()
-    return ISO639_3.get(code, code)
-
-
-def topic_language(spec: str) -> tuple[str, bool]:
-    """Read a topic language ``LANG`` or ``LANG:mt`` (``en``, ``fas``, ``fa:mt``): ``(ISO 639-3 code, machine)``.
-
-    ``LANG`` is the original topics or their human translation into LANG; ``LANG:mt`` the
-    machine translation into LANG.
-    """
-    lang, sep, kind = spec.partition(":")
-    code = iso639_3(lang)
-    if not code.isalpha() or len(code) != 3 or (sep and kind != "mt"):
-        raise ClirplugError(f"topic language {spec!r}: expected LANG or LANG:mt with a 2- or 3-letter code "
-                            "(en, fa, fas:mt, ...)")
-    return code, bool(sep)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -275,7 +250,7 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
         JSONL whose first line has ``topic_id`` and ``topics`` is HC4/NeuCLIR's.
     lang : str, optional
         Topic language of multilingual topics (HC4/NeuCLIR files, ``irds:`` ids):
-        ``LANG`` or ``LANG:mt`` (:func:`topic_language`). Default: English for HC4/NeuCLIR
+        ``LANG`` or ``LANG:mt`` (:func:`clirplug.languages.topic_language`). Default: English for HC4/NeuCLIR
         files, the dataset's own query fields for ``irds:`` ids. Other formats ignore it.
 
     Returns
@@ -293,7 +268,8 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
 
     dataset_id = irds_id(path)
     if dataset_id is not None:
-        records = enumerate(irds_topics(dataset_id, lang), 1)  # errors name irds:<id>:<position>
+        # errors name irds:<id>:<position>
+        records = ((n, Topic(*fields)) for n, fields in enumerate(irds_topics(dataset_id, lang), 1))
     else:
         try:
             text = Path(path).read_text(encoding="utf-8")

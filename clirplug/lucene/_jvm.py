@@ -120,6 +120,11 @@ def detach_thread() -> None:
     _jnius().detach()
 
 
+def collect_garbage() -> None:
+    """Run Java's garbage collector (``System.gc()``, which brings every Java thread to a safepoint)."""
+    jclass("java.lang.System").gc()
+
+
 def wait_for_java(call, poll=None, every: float = 0.5):
     """Return ``call()`` (a long Java call), run in a daemon thread so that Ctrl-C interrupts the wait at once.
 

@@ -16,6 +16,7 @@ from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to
 from clirplug.lucene.languages import LANGUAGES, check_language
 
 METADATA = "clirplug.json"
+FIELD, ID_FIELD = "contents", "id"  # the fields Anserini indexes a JsonCollection document's text and id in
 # Anserini reads the staged corpus with Jackson, whose StreamReadConstraints refuse a string longer than
 # 20,000,000 Java (UTF-16) characters; such a document made Anserini drop every document of its file.
 MAX_DOCUMENT_CHARS = 20_000_000
@@ -113,7 +114,7 @@ def _stage_corpus(corpus, folder: Path, index: Path, progress: bool) -> int:
         docs = tqdm(_indexable_documents(corpus), desc="reading corpus", unit=" docs", total=total,
                     disable=None if progress else True, file=sys.stderr)
         for doc in docs:
-            out.write(json.dumps({"id": doc.id, "contents": doc.text}, ensure_ascii=False) + "\n")
+            out.write(json.dumps({ID_FIELD: doc.id, FIELD: doc.text}, ensure_ascii=False) + "\n")
             count += 1
     if count == 0:
         raise ClirplugError(f"{corpus}: the corpus holds no documents to index")

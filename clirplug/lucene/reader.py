@@ -28,10 +28,7 @@ from clirplug.lucene._cache import (
     save_mapped,
 )
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
-from clirplug.lucene.index import check_index, index_metadata, open_reader
-
-FIELD = "contents"
-
+from clirplug.lucene.index import FIELD, check_index, index_metadata, open_reader
 
 # Lucene's SmallFloat.intToByte4/byte4ToInt, with which BM25Similarity stores document lengths.
 _MAX_INT4 = 231  # SmallFloat.longToInt4(Integer.MAX_VALUE)
@@ -211,11 +208,6 @@ class LuceneIndex:
         cols = self.term_columns(terms)
         rows = self.matrix[np.asarray(docs, dtype=np.int64)][:, np.maximum(cols, 0)]
         return (rows @ sp.diags((cols >= 0).astype(np.float32))).tocsr()
-
-    def doc_vector(self, docid: str) -> dict[str, int]:
-        """Analyzed term frequencies of the document ``docid``."""
-        row = self.matrix.getrow(self.doc_index(docid))
-        return {str(self.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
 
     def document_text(self, docid: str) -> str | None:
         """The stored text of the document ``docid``: what ``clirplug index`` indexed, the corpus' title and

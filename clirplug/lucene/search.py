@@ -18,11 +18,8 @@ from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.io.runs import run_frame
 from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
-from clirplug.lucene.index import check_index, index_metadata, open_reader
+from clirplug.lucene.index import FIELD, ID_FIELD, check_index, index_metadata, open_reader
 from clirplug.lucene.languages import ANALYZERS, check_language
-
-FIELD = "contents"
-ID_FIELD = "id"
 
 
 def analyzer_for(language: str):

@@ -41,6 +41,7 @@ import heapq
 import importlib.util
 import itertools
 import operator
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -682,9 +683,20 @@ class Decoder:
         if nbest == 1:
             return translations(forest, [forest.viterbi(self.weights)])
         if unique:
-            return translations(forest, unique_kbest(forest, self.weights, nbest,
-                                                     lambda d: forest.derivation_yield(d)[0], UNIQUE_FACTOR * nbest))
+            return unique_translations(forest, self.weights, nbest, UNIQUE_FACTOR * nbest)
         return translations(forest, kbest(forest, self.weights, nbest))
+
+
+def unique_translations(forest: Hypergraph, weights, nbest: int, limit: int | None = None) -> list[Translation]:
+    """The best derivation of each of the ``nbest`` best distinct yields of ``forest``, as translations.
+
+    A string can have many derivations (other segmentations, rules or LM states), so the n best
+    derivations may hold fewer than n strings: derivations are read in k-best order until ``nbest``
+    strings are found, the forest is exhausted, or ``limit`` derivations were read (None: no limit;
+    :meth:`Decoder.translate` reads at most ``UNIQUE_FACTOR * nbest``, as cdec does).
+    """
+    limit = sys.maxsize if limit is None else limit
+    return translations(forest, unique_kbest(forest, weights, nbest, lambda d: forest.derivation_yield(d)[0], limit))
 
 
 def translations(forest: Hypergraph, derivations) -> list[Translation]:

@@ -93,14 +93,9 @@ class LexicalTable:
             out.writelines(f"{src} {tgt} {prob:.8g}\n" for src, tgt, prob in self.entries())
 
     @classmethod
-    def load_text(cls, path) -> LexicalTable:
-        """Read ``src tgt prob`` lines (``p(tgt | src)``)."""
-        return cls.from_entries(_read_triples(path, predicted_first=False), where=str(path))
-
-    @classmethod
     def load_moses(cls, path) -> LexicalTable:
         """Read a Moses ``lex.e2f`` / ``lex.f2e`` file, lines ``x y p(x|y)``, as ``p(x | y)`` keyed by ``y``."""
-        return cls.from_entries(_read_triples(path, predicted_first=True), where=str(path))
+        return cls.from_entries(_read_moses(path), where=str(path))
 
     def save(self, path) -> None:
         """Write the binary ``.npz`` form (atomically)."""
@@ -127,7 +122,8 @@ class LexicalTable:
         return cls(src_vocab, tgt_vocab, matrix)
 
 
-def _read_triples(path, predicted_first: bool):
+def _read_moses(path):
+    """Yield ``(y, x, p(x|y))`` of each ``x y p(x|y)`` line of a Moses lexical table."""
     try:
         handle = open(path, encoding="utf-8")
     except OSError as error:
@@ -145,4 +141,4 @@ def _read_triples(path, predicted_first: bool):
                 raise ClirplugError(f"{path}:{lineno}: expected 'word word probability'") from None
             if not 0.0 <= prob <= 1.0:
                 raise ClirplugError(f"{path}:{lineno}: probability {fields[2]} is outside [0, 1]")
-            yield (fields[1], fields[0], prob) if predicted_first else (fields[0], fields[1], prob)
+            yield fields[1], fields[0], prob

@@ -25,7 +25,6 @@ last word`` and counted with ``np.unique``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,28 +78,6 @@ class NGramModel:
         if n == 1:
             return [words[w] for w in self.word[0].tolist()]
         return [shorter[p] + words[w] for p, w in zip(self.prefix[n - 1].tolist(), self.word[n - 1].tolist())]
-
-    def lookup(self) -> dict[tuple[str, ...], tuple[float, float]]:
-        """``n-gram -> (log10 p, log10 backoff)`` for every n-gram (for tests on small models)."""
-        table, grams = {}, None
-        for n in range(1, self.order + 1):
-            grams = self.texts(n, grams)
-            backoffs = self.log10_backoff[n - 1] if n < self.order else np.full(len(grams), np.nan)
-            for gram, prob, backoff in zip(grams, self.log10_prob[n - 1].tolist(), backoffs.tolist()):
-                table[gram] = (prob, 0.0 if math.isnan(backoff) else backoff)
-        return table
-
-
-def log10_prob(table: dict[tuple[str, ...], tuple[float, float]], word: str, context: tuple[str, ...]) -> float:
-    """``log10 p(word | context)`` by back-off over :meth:`NGramModel.lookup` (unknown words are ``<unk>``)."""
-    if (word,) not in table:
-        word = UNK
-    context = tuple(w if (w,) in table else UNK for w in context)
-    penalty = 0.0
-    while (*context, word) not in table:
-        penalty += table.get(context, (0.0, 0.0))[1]
-        context = context[1:]
-    return penalty + table[(*context, word)][0]
 
 
 def modified_kn_discounts(adjusted_counts: np.ndarray, order: int, fallback=None) -> tuple[float, float, float]:
@@ -231,12 +208,10 @@ def write_arpa(model: NGramModel, path) -> None:
         out.write("\\data\\\n")
         for n, words in enumerate(model.word, 1):
             out.write(f"ngram {n}={len(words)}\n")
-        texts: list[str] = []
+        grams = None
         for n in range(1, model.order + 1):
-            words = [model.vocabulary[w] for w in model.word[n - 1].tolist()]
-            if n > 1:
-                words = [texts[p] + " " + w for p, w in zip(model.prefix[n - 1].tolist(), words)]
-            texts = words
+            grams = model.texts(n, grams)
+            texts = [" ".join(gram) for gram in grams]
             out.write(f"\n\\{n}-grams:\n")
             probs = np.char.mod("%.7f", model.log10_prob[n - 1]).tolist()
             if n < model.order:
@@ -278,10 +253,6 @@ class LanguageModel:
     def score(self, tokens: Sequence[str], bos: bool = True, eos: bool = True) -> float:
         """``log10 p(tokens)``, with ``<s>``/``</s>`` context when ``bos``/``eos``."""
         return self.model.score(" ".join(tokens), bos=bos, eos=eos)
-
-    def word_scores(self, tokens: Sequence[str], bos: bool = True, eos: bool = True) -> list[float]:
-        """``log10 p(w_i | history)`` of each token (and of ``</s>`` when ``eos``)."""
-        return [score for score, _, _ in self.model.full_scores(" ".join(tokens), bos=bos, eos=eos)]
 
     def begin_state(self):
         """The state after ``<s>``."""

@@ -22,13 +22,11 @@ from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
 from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
-from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
+from clirplug.mt.grammar import KINDS, Rule, SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
-
-KINDS = ("hiero", "flat")
 
 
 class Translator:

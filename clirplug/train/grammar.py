@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
+from clirplug.mt.grammar import KINDS
 from clirplug.settings import Settings, option
-
-KINDS = ("flat", "hiero")
 
 
 @dataclass(frozen=True)

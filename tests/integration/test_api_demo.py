@@ -163,10 +163,12 @@ def test_translate_gives_the_nbest_of_clirplug_translate(runs, tmp_path):
 
 def test_a_pyterrier_pipeline_writes_the_experiments_run(runs, tmp_path):
     """DT >> BOW-FD as PyTerrier transformers: the experiment's BOW-FD run, with PyTerrier's columns."""
+    from clirplug.pyterrier import ClirplugTransformer
+
     texts, qids = runs.queries("title")
     bowfd = BowfdSearcher(runs.index, runs.model, None, BowfdConfig(field="title"), weights=runs.weights("title"),
                           depth=50)
-    pipeline = runs.dt("title").transformer() >> bowfd.transformer()
+    pipeline = ClirplugTransformer(runs.dt("title")) >> ClirplugTransformer(bowfd)
     results = pipeline(pd.DataFrame({"qid": qids, "query": texts}))
     assert list(results.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
     assert (results.groupby("qid")["rank"].min() == 0).all()  # PyTerrier ranks from 0

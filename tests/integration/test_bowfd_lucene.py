@@ -53,16 +53,11 @@ QUERIES = ["dateien kopieren", "dateien in verzeichnis verschieben", "Dateien in
 def lucene_bm25(index_path, index, term, docnum, k1, b):
     """The paper's bm25(t, d) from Lucene itself: Lucene's BM25 term score (idf · saturated tf,
     Lucene >= 8) rescaled from Lucene's idf to the RSJ weight, with df from Lucene's reader."""
-    from clirplug.lucene._jvm import jcast, jclass
+    from clirplug.lucene.query import LuceneScores, term_query
 
-    reader = jclass("io.anserini.index.IndexReaderUtils").getReader(str(index_path))
-    searcher = jclass("org.apache.lucene.search.IndexSearcher")(reader)
-    searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
-    lucene_term = jclass("org.apache.lucene.index.Term")("contents", term)
-    query = jcast("org.apache.lucene.search.Query", jclass("org.apache.lucene.search.TermQuery")(lucene_term))
-    explanation = searcher.explain(query, int(docnum))
-    score = float(explanation.getValue().floatValue()) if explanation.isMatch() else 0.0
-    df, n = reader.docFreq(lucene_term), index.num_docs
+    lucene = LuceneScores(index_path, k1, b)
+    score, df, n = lucene.score(term_query(term), docnum), lucene.df(term), index.num_docs
+    lucene.close()
     return score * np.log((n - df + 0.5) / (df + 0.5)) / np.log1p((n - df + 0.5) / (df + 0.5))
 
 

@@ -91,14 +91,14 @@ def test_starting_and_stopping_ray_leaves_the_jvm_its_signal_handlers():
     """ray.init installs Ray's crash handlers and ray.shutdown resets them to the default; either kills a
     JVM in the same process at its next safepoint. The Ray executor gives the JVM its handlers back."""
     from clirplug.executor import JVM_SIGNALS, ExecutorSettings, make_executor
-    from clirplug.lucene._jvm import jclass
+    from clirplug.lucene import collect_garbage
 
-    system = jclass("java.lang.System")  # the JVM runs in this process
+    collect_garbage()  # the JVM runs in this process
     before = {number: _native_handler(number) for number in JVM_SIGNALS}
     assert before[signal.SIGSEGV] != 0
     with make_executor(ExecutorSettings("ray", jobs=1)) as executor:
         assert {number: _native_handler(number) for number in JVM_SIGNALS} == before
         assert list(executor.map(abs, [-2, 3])) == [2, 3]
-        system.gc()  # a safepoint with Ray running
+        collect_garbage()  # a safepoint with Ray running
     assert {number: _native_handler(number) for number in JVM_SIGNALS} == before
-    system.gc()  # and after Ray stopped
+    collect_garbage()  # and after Ray stopped

@@ -10,9 +10,10 @@ import pytest
 
 from clirplug import bm25
 from clirplug.errors import ClirplugError
-from clirplug.lucene._jvm import jclass
+from clirplug.lucene.anserini import index_collection
 from clirplug.lucene.index import build_index, index_statistics
 from clirplug.lucene.languages import ANALYZERS, LANGUAGES
+from clirplug.lucene.query import LuceneScores, term_query
 from clirplug.lucene.reader import LENGTH_TABLE, LuceneIndex
 
 from lucene_tiny import TINY_DOCS, write_jsonl
@@ -29,22 +30,38 @@ def test_statistics_of_tiny_index(tiny_index):
     assert index.avg_doc_length == pytest.approx(stats["total_terms"] / stats["documents"])
 
 
+def doc_terms(index, docid) -> dict[str, int]:
+    """The analyzed term frequencies of ``docid``: its row of ``index.matrix``, which BM25 and PSQ score."""
+    row = index.matrix[index.doc_index(docid)]
+    return {str(index.terms[c]): int(v) for c, v in zip(row.indices, row.data)}
+
+
+def lucene_tf(lucene, term, doc) -> str:
+    """The ``freq`` of ``term`` in document ``doc`` as Lucene's BM25 explanation states it (from its postings)."""
+    return lucene.explain(term_query(term), doc).split("score(freq=", 1)[1].split(")", 1)[0]
+
+
 def test_title_is_folded_into_the_indexed_text(tiny_index):
     index = LuceneIndex(tiny_index, progress=False)
+    lucene = LuceneScores(tiny_index)
     # "concatenate" occurs only in the title of cat.1 ("concatenates" in its contents stems alike)
-    assert index.doc_vector("cat.1")["concaten"] == 2
-    assert index.doc_vector("ls.1")["list"] == 2  # title "list" + contents "lists"
+    for docid, term in (("cat.1", "concaten"), ("ls.1", "list")):  # ls.1: title "list" + contents "lists"
+        assert index.tf_matrix([term], [index.doc_index(docid)])[0, 0] == doc_terms(index, docid)[term] == 2
+        assert lucene_tf(lucene, term, index.doc_index(docid)) == "2.0"
+    lucene.close()
 
 
 def test_df_and_postings_agree_with_lucene(tiny_index):
     index = LuceneIndex(tiny_index, progress=False)
-    utils = jclass("io.anserini.index.IndexReaderUtils")
-    reader = utils.getReader(str(tiny_index))
+    lucene = LuceneScores(tiny_index)
     terms = index.terms[:20].tolist() + ["nosuchterm"]
-    assert index.df(terms).tolist() == [utils.getDF(reader, t) for t in terms]
+    assert index.df(terms).tolist() == [lucene.df(t) for t in terms]
     docs, tfs = index.postings("file")
-    for doc, tf in zip(docs, tfs):
-        assert index.doc_vector(index.docids[doc])["file"] == tf
+    assert len(docs) == lucene.count(term_query("file")) > 1
+    for doc, tf in zip(docs.tolist(), tfs.tolist()):
+        assert doc_terms(index, index.docids[doc])["file"] == tf
+        assert lucene_tf(lucene, "file", doc) == f"{tf:.1f}"
+    lucene.close()
 
 
 def _mapped(array) -> bool:
@@ -86,26 +103,48 @@ def test_length_norms_decode_lucene_lengths(tiny_index):
     assert LENGTH_TABLE[255] > 2**30
 
 
+def test_a_weighted_query_scores_the_weighted_sum_of_its_clauses(tiny_index):
+    """weighted_query: Lucene's score is sum_i w_i * score_i (each clause boosted); a phrase clause matches what
+    Lucene's own phrase query of the text matches, and the query ranks through Bm25Searcher.search_query."""
+    from clirplug.lucene.query import phrase_query, text_phrase_query, weighted_query
+    from clirplug.lucene.search import Bm25Searcher
+
+    index = LuceneIndex(tiny_index, progress=False)
+    lucene = LuceneScores(tiny_index)
+    phrase = index.analyze_phrase("a destination file")
+    expressions, weights = [(("file", 0),), (("directori", 0),), phrase], [0.5, 0.3, 0.2]
+    query = weighted_query(expressions, weights)
+    parts = [phrase_query(e) for e in expressions]
+    assert lucene.count(parts[2]) == lucene.count(text_phrase_query("a destination file")) >= 1
+    expected = np.array([[lucene.score(part, d) for part in parts] for d in range(index.num_docs)], np.float32)
+    summed = (expected * np.array(weights, np.float32)).sum(axis=1)
+    scores = np.array([lucene.score(query, d) for d in range(index.num_docs)])
+    np.testing.assert_allclose(scores, summed, rtol=1e-6)
+    assert (expected[:, 2] > 0).sum() == lucene.count(parts[2]) and (scores > 0).sum() == lucene.count(query)
+    searcher = Bm25Searcher(tiny_index)
+    ranked = searcher.search_query(query, 10)
+    assert [d for d, _ in ranked] == [index.docids[i] for i in sorted(np.flatnonzero(scores), key=lambda i: (-scores[i], index.docids[i]))]
+    searcher.close()
+    lucene.close()
+
+
 @pytest.mark.parametrize("k1, b", [(bm25.ANSERINI_K1, bm25.ANSERINI_B), (bm25.BOWFD_K1, bm25.BOWFD_B)])
 def test_bm25_from_statistics_equals_lucene_scores(tiny_index, k1, b):
     """clirplug.bm25 over the index's statistics against Lucene's BM25Similarity: every (term, document)
     as Lucene explains it (Lucene computes in float32), and a query's sum as Anserini ranks it."""
-    from clirplug.lucene._jvm import jcast
     from clirplug.lucene.search import Bm25Searcher
 
     index = LuceneIndex(tiny_index, progress=False)
     terms = index.terms.tolist()
     ours = bm25.score(index.matrix.toarray().astype(np.float64), index.length_norms(k1, b)[:, None],
                       index.idf(index.df(terms)))
-    lucene_searcher = jclass("org.apache.lucene.search.IndexSearcher")(index._reader)
-    lucene_searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+    lucene_scores = LuceneScores(tiny_index, k1, b)
     lucene = np.zeros_like(ours)
     for t, term in enumerate(terms):
-        query = jcast("org.apache.lucene.search.Query", jclass("org.apache.lucene.search.TermQuery")(
-            jclass("org.apache.lucene.index.Term")("contents", term)))
+        query = term_query(term)
         for d in range(index.num_docs):
-            explanation = lucene_searcher.explain(query, d)
-            lucene[d, t] = explanation.getValue().floatValue() if explanation.isMatch() else 0.0
+            lucene[d, t] = lucene_scores.score(query, d)
+    lucene_scores.close()
     np.testing.assert_allclose(ours, lucene, rtol=1e-6, atol=0)
 
     searcher = Bm25Searcher(tiny_index, k1=k1, b=b)
@@ -169,7 +208,7 @@ def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, exp
     stats = build_index(corpus, tmp_path / "index", language=language, progress=False)
     assert stats["language"] == language
     index = LuceneIndex(tmp_path / "index", progress=False)
-    terms = index.doc_vector("d.1")
+    terms = doc_terms(index, "d.1")
     assert all(any(t.startswith(e[:5]) for t in terms) for e in expected), terms  # stemmed, stopwords gone
     assert len(terms) == len(expected)
     assert index.analyze(text) == tuple(t for t in index.analyze(text) if t in terms)
@@ -195,31 +234,22 @@ def test_documents_and_queries_are_analyzed_alike(tmp_path, language, text, expe
     corpus = write_jsonl(tmp_path / "docs.jsonl", [{"id": "d.1", "contents": text}, {"id": "d.2", "contents": "x"}])
     assert build_index(corpus, tmp_path / "index", language=language, progress=False)["language"] == language
     index = LuceneIndex(tmp_path / "index", progress=False)
-    assert sorted(index.doc_vector("d.1")) == sorted(expected) == sorted(set(index.analyze(text)))
+    assert sorted(doc_terms(index, "d.1")) == sorted(expected) == sorted(set(index.analyze(text)))
     assert [d for d, _ in Bm25Searcher(tmp_path / "index").search(text, 10)] == ["d.1"]
 
 
-def pyserini_index(corpus, index, language):
-    """Index ``corpus`` (a folder) as ``python -m pyserini.index.lucene`` does: Anserini's IndexCollection.main with
-    Pyserini's arguments, so no clirplug.json."""
-    jclass("io.anserini.index.IndexCollection").main([
-        "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator", "-input", str(corpus),
-        "-index", str(index), "-threads", "1", "-storePositions", "-storeDocvectors", "-storeRaw",
-        "-language", language])
-
-
-def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tmp_path, capsys):
+def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tiny_index, tmp_path, capsys):
     """Without clirplug.json the analyzer is unknown: searched with the English one (as it was), the German queries
     would find nothing."""
     from clirplug.cli import main
-    from clirplug.lucene.search import Bm25Searcher, analyzer_for
+    from clirplug.lucene.search import Bm25Searcher
 
     docs = [{"id": "d.1", "contents": "Die Verzeichnisse werden angezeigt"},
             {"id": "d.2", "contents": "Die Dateien werden kopiert"}, {"id": "d.3", "contents": "Verzeichnis löschen"}]
     (tmp_path / "corpus").mkdir()
     write_jsonl(tmp_path / "corpus" / "docs.jsonl", docs)
     foreign = tmp_path / "pyserini-de"
-    pyserini_index(tmp_path / "corpus", foreign, "de")
+    index_collection(tmp_path / "corpus", foreign, "de")
     assert not (foreign / "clirplug.json").exists()
     topics = tmp_path / "topics.tsv"
     topics.write_text("1\tDateien löschen\n2\tVerzeichnis\n", encoding="utf-8")
@@ -246,8 +276,8 @@ def test_an_index_built_by_pyserini_is_refused_until_its_language_is_stated(tmp_
     assert main([*search, "--index", str(tmp_path / "clirplug-de"), "--output", str(tmp_path / "clirplug.trec")]) == 0
     run = (tmp_path / "pyserini.trec").read_text()
     assert run == (tmp_path / "clirplug.trec").read_text() and {"d.2", "d.3"} <= set(run.split())
-    english = jclass("io.anserini.analysis.AnalyzerUtils").analyze(analyzer_for("en"), "Dateien löschen Verzeichnis")
-    assert LuceneIndex(foreign, progress=False).df([str(term) for term in english.toArray()]).tolist() == [0, 0, 0]
+    english = LuceneIndex(tiny_index, progress=False).analyze("Dateien löschen Verzeichnis")  # an English index
+    assert len(english) == 3 and LuceneIndex(foreign, progress=False).df(english).tolist() == [0, 0, 0]
 
 
 def test_damaged_index_metadata_is_one_line(tiny_index, tmp_path):

@@ -165,19 +165,19 @@ def test_score_and_top_equal_the_reference_exactly(tiny_index):
 
 
 def test_phrase_frequencies_match_lucene(tiny_index):
-    from clirplug.lucene._jvm import jclass
-    from clirplug.lucene.reader import FIELD
+    from clirplug.lucene.query import LuceneScores, text_phrase_query
 
     index = LuceneIndex(tiny_index, progress=False)
-    searcher = jclass("org.apache.lucene.search.IndexSearcher")(index._reader)
+    lucene = LuceneScores(tiny_index)
     for text in ["standard output", "a destination file", "files in a directory", "each file"]:
         expression = index.analyze_phrase(text)
         assert len(expression) > 1
         docs, freqs = index.phrase_postings(expression)
-        query = jclass("org.apache.lucene.util.QueryBuilder")(index._analyzer).createPhraseQuery(FIELD, text)
-        assert len(docs) == searcher.count(query)
+        query = text_phrase_query(text, index.language)
+        assert len(docs) == lucene.count(query)
         for doc, freq in zip(docs.tolist(), freqs.tolist()):
-            assert f"phraseFreq={freq:g}" in searcher.explain(query, doc).toString()
+            assert f"phraseFreq={freq:g}" in lucene.explain(query, doc)
+    lucene.close()
 
 
 def test_expressions_analyze_and_merge_targets(tiny_index):

@@ -5,16 +5,9 @@ import pytest
 from clirplug.cli import main
 from clirplug.io.runs import read_run
 from clirplug.io.topics import read_topics
-from clirplug.lucene._jvm import jclass
+from clirplug.lucene.anserini import read_tsv_topics, simple_search
 
 pytestmark = pytest.mark.jvm
-
-
-def anserini_run(index, queries, hits, k1=0.9, b=0.4):
-    searcher = jclass("io.anserini.search.SimpleSearcher")(str(index))
-    searcher.set_bm25(k1, b)
-    return {qid: [(h.docid, h.score) for h in searcher.search(text, hits)] if text.strip() else []
-            for qid, text in queries.items()}
 
 
 def assert_same_as_anserini(run, expected):
@@ -34,7 +27,7 @@ def test_search_cli_on_tiny_index(tiny_index, tmp_path):
     run = read_run(output)
     assert set(run["tag"]) == {"run"}
     assert run.groupby("qid").size().to_dict() == {"q.1": 3, "q.2": 1}  # "the" is a stopword: no results
-    assert_same_as_anserini(run, anserini_run(tiny_index, {"q.1": "copy files", "q.2": "patterns in lines"}, 3, 1.2, 0.75))
+    assert_same_as_anserini(run, simple_search(tiny_index, {"q.1": "copy files", "q.2": "patterns in lines"}, 3, 1.2, 0.75))
 
 
 def test_search_all_adds_each_querys_seconds_to_latencies(tiny_index):
@@ -60,7 +53,7 @@ def test_search_cli_writes_pyserini_score_format(tiny_index, tmp_path):
     assert main(["search", "--index", str(tiny_index), "--topics", str(topics), "--output", str(output),
                  "--hits", "5", "--run-tag", "Anserini", "--score-format", "pyserini", "--quiet"]) == 0
     pyserini = "".join(f"{qid} Q0 {docid} {rank} {score:.6f} Anserini\n"
-                       for qid, hits in anserini_run(tiny_index, queries, 5).items()
+                       for qid, hits in simple_search(tiny_index, queries, 5).items()
                        for rank, (docid, score) in enumerate(hits, 1))
     assert output.read_text() == pyserini and len(pyserini.splitlines()) > 8
 
@@ -85,17 +78,9 @@ def test_manclir_dev_run_equals_anserini(manclir_de, manclir_index, tmp_path, fi
     run = read_run(output)
     answered = set(run["qid"])
     # every 5th topic here, to keep the suite short; benchmarks/search_conformance.py checks all of them
-    expected = anserini_run(manclir_index, {t.id: getattr(t, field) for t in topics[::5]}, 1000)
+    expected = simple_search(manclir_index, {t.id: getattr(t, field) for t in topics[::5]}, 1000)
     assert {qid for qid, hits in expected.items() if hits} == answered & set(expected)
     assert_same_as_anserini(run, expected)
-
-
-def anserini_tsv_topics(path):
-    """The topics Pyserini reads from ``--topics FILE.tsv``: Anserini's ``TsvStringTopicReader``."""
-    reader = jclass("io.anserini.search.topicreader.TopicReader")
-    topics = reader.getTopicsWithStringIdsFromFileWithTopicReaderClass(
-        "io.anserini.search.topicreader.TsvStringTopicReader", str(path))
-    return {str(qid): str(topics.get(qid).get("title")) for qid in topics.keySet().toArray()}
 
 
 def test_translated_tsv_topics_are_searched_as_dt_searches_them(tiny_index, tmp_path):
@@ -116,10 +101,10 @@ def test_translated_tsv_topics_are_searched_as_dt_searches_them(tiny_index, tmp_
     assert main(["translate", "--model", str(model), "--input", str(topics), "--format", "tsv", "--output",
                  str(translated), "--no-cache", "--quiet"]) == 0
     queries = {topic.id: topic.title for topic in read_topics(translated)}
-    assert anserini_tsv_topics(translated) == queries and len(queries) == 3
+    assert read_tsv_topics(translated) == queries and len(queries) == 3
     common = ["--index", str(tiny_index), "--hits", "4", "--run-tag", "x", "--quiet"]
     assert main(["search", "--topics", str(translated), "--output", str(tmp_path / "bm25.trec"), *common]) == 0
     assert main(["search", "--method", "dt", "--model", str(model), "--topics", str(topics),
                  "--output", str(tmp_path / "dt.trec"), *common]) == 0
     assert (tmp_path / "bm25.trec").read_bytes() == (tmp_path / "dt.trec").read_bytes()
-    assert_same_as_anserini(read_run(tmp_path / "bm25.trec"), anserini_run(tiny_index, queries, 4))
+    assert_same_as_anserini(read_run(tmp_path / "bm25.trec"), simple_search(tiny_index, queries, 4))

@@ -249,8 +249,8 @@ def test_lexical_table_text_binary_and_moses(tmp_path):
     assert "haus" in table and "boot" not in table and len(table) == 3
     table.save_text(tmp_path / "lex.txt")
     assert (tmp_path / "lex.txt").read_text() == "NULL the 1\nhaus house 0.75\nhaus home 0.25\n"
-    again = LexicalTable.load_text(tmp_path / "lex.txt")
-    assert again.translations("haus") == table.translations("haus")
+    written = [(src, tgt, float(prob)) for src, tgt, prob in map(str.split, (tmp_path / "lex.txt").read_text().splitlines())]
+    assert written == list(table.entries())
     table.save(tmp_path / "lex.npz")
     binary = LexicalTable.load(tmp_path / "lex.npz")
     assert binary.translations("haus") == table.translations("haus") and len(binary) == 3
@@ -259,12 +259,12 @@ def test_lexical_table_text_binary_and_moses(tmp_path):
 
 
 def test_lexical_table_errors(tmp_path):
-    (tmp_path / "bad.txt").write_text("haus house 0.5\nhaus house\n")
-    with pytest.raises(ClirplugError, match="bad.txt:2"):
-        LexicalTable.load_text(tmp_path / "bad.txt")
-    (tmp_path / "dup.txt").write_text("haus house 0.5\nhaus house 0.5\n")
+    (tmp_path / "bad.e2f").write_text("house haus 0.5\nhouse haus\n")
+    with pytest.raises(ClirplugError, match="bad.e2f:2"):
+        LexicalTable.load_moses(tmp_path / "bad.e2f")
+    (tmp_path / "dup.e2f").write_text("house haus 0.5\nhouse haus 0.5\n")
     with pytest.raises(ClirplugError, match="twice"):
-        LexicalTable.load_text(tmp_path / "dup.txt")
+        LexicalTable.load_moses(tmp_path / "dup.e2f")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(ClirplugError, match="junk.npz"):
         LexicalTable.load(tmp_path / "junk.npz")
@@ -299,7 +299,9 @@ def test_cli_train_align_writes_the_model_folder_and_resumes(tmp_path, capsys):
     assert len((out / "align.fwd").read_text().split("\n")) == len(SRC) + 1
     forward = LexicalTable.load(out / "lex.e_given_f.npz")
     assert next(iter(forward.translations("haus"))) == "house"
-    assert next(iter(LexicalTable.load_text(out / "lex.f_given_e.txt").translations("book"))) == "buch"
+    backward = LexicalTable.load(out / "lex.f_given_e.npz")
+    assert next(iter(backward.translations("book"))) == "buch"
+    assert (out / "lex.f_given_e.txt").read_text() == "".join(f"{s} {t} {p:.8g}\n" for s, t, p in backward.entries())
     assert (out / "compound.de.tsv").is_file()
     capsys.readouterr()
 

@@ -119,14 +119,16 @@ def test_a_translation_model_pickles_as_its_arguments(model):
 def test_pyterrier_transformers_use_its_columns_and_compose():
     import pyterrier as pt  # the extra clirplug[pyterrier], which the dev extra installs
 
+    from clirplug.pyterrier import ClirplugTransformer
+
     queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
-    retrieved = Fixed().transformer(k=3)(queries)
+    retrieved = ClirplugTransformer(Fixed(), k=3)(queries)
     assert list(retrieved.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
     assert retrieved["rank"].tolist() == [0, 1, 2, 0, 1, 2]  # PyTerrier ranks from 0
     assert retrieved["translation"].tolist()[:1] == ["EINS"]
-    pipeline = Fixed().transformer() >> Negate().transformer()
+    pipeline = ClirplugTransformer(Fixed()) >> ClirplugTransformer(Negate())
     reranked = pipeline(queries)
     assert reranked[["qid", "docno", "rank"]].values.tolist() == [["1", "d1", 0], ["1", "d0", 1], ["2", "d1", 0],
                                                                   ["2", "d0", 1]]
     with pytest.raises(pt.validate.InputValidationError):
-        Fixed().transformer()(pd.DataFrame({"qid": ["1"]}))
+        ClirplugTransformer(Fixed())(pd.DataFrame({"qid": ["1"]}))

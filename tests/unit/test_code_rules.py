@@ -1,9 +1,9 @@
 """Rules of the code itself: ruff's checks (pyproject.toml, [tool.ruff]) and where the JVM may be touched.
 
 Only ``clirplug/lucene/`` talks to Java (STYLE.md, practice 5): it alone imports ``jnius``, and
-only it imports its JVM module ``clirplug.lucene._jvm``; the rest of the package uses the
-functions of ``clirplug.lucene`` and runs its tests without a JVM. (Integration tests and
-benchmarks may ask Lucene itself for reference values, so they are not held to this.)
+only it imports its JVM module ``clirplug.lucene._jvm``; the rest of the package, its tests and
+its benchmarks use the functions of ``clirplug.lucene`` (Lucene's own reference values too:
+``clirplug.lucene.query``, ``clirplug.lucene.anserini``).
 """
 
 import ast
@@ -49,7 +49,9 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def _outside_lucene():
-    return [path for path in sorted(PACKAGE.rglob("*.py")) if LUCENE not in path.parents]
+    """Every Python file of the package, its tests and its benchmarks, but ``clirplug/lucene/``."""
+    files = [path for folder in (PACKAGE, REPO / "tests", REPO / "benchmarks") for path in sorted(folder.rglob("*.py"))]
+    return [path for path in files if LUCENE not in path.parents]
 
 
 def _importers(paths, wanted):
@@ -122,19 +124,46 @@ def test_only_clirplug_pyterrier_imports_pyterrier():
     assert _importers([PACKAGE / "pyterrier.py"], "pyterrier"), "the rule checks nothing: no module imports pyterrier"
 
 
-def test_the_experiment_modules_import_each_other_without_a_circle():
-    graph = {name: {m for m in imports if m.startswith("clirplug.experiment")}
-             for name, imports in _package_graph().items() if name.startswith("clirplug.experiment")}
+def _packages_run(importer: str, imported: str) -> set[str]:
+    """The packages whose ``__init__`` importing ``imported`` runs first, but the importer's own (already running)."""
+    parts = imported.split(".")
+    own = {".".join(importer.split(".")[:i]) for i in range(1, importer.count(".") + 1)}
+    return {".".join(parts[:i]) for i in range(1, len(parts))} - own
+
+
+def import_circle(graph: dict[str, set[str]]) -> list[str]:
+    """A circle of ``graph`` (module -> the modules it imports) as ``[a, b, ..., a]``; [] when there is none."""
     state = {}
 
     def visit(name, path):
         if state.get(name) == "open":
-            raise AssertionError("import circle: " + " -> ".join(path + [name]))
+            return path[path.index(name):] + [name]
         if state.get(name) != "done":
             state[name] = "open"
             for other in sorted(graph[name]):
-                visit(other, path + [name])
+                circle = visit(other, path + [name])
+                if circle:
+                    return circle
             state[name] = "done"
+        return []
 
     for name in sorted(graph):
-        visit(name, [])
+        circle = visit(name, [])
+        if circle:
+            return circle
+    return []
+
+
+def test_the_package_imports_without_a_circle():
+    """No module imports, even inside a function, a module that imports it back, directly or not (a package
+    imported counts its ``__init__``): each layer depends on the layers below only (docs/architecture.md)."""
+    graph = {name: imports | {p for m in imports for p in _packages_run(name, m)} for name, imports in _package_graph().items()}
+    graph = {name: {m for m in imports if m in graph and m != name} for name, imports in graph.items()}
+    assert import_circle(graph) == []
+
+
+def test_an_import_circle_is_found():
+    assert import_circle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert import_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_circle({"x": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
+    assert _packages_run("clirplug.io.topics", "clirplug.irds.sub") == {"clirplug.irds"}

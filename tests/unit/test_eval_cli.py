@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import subprocess
+import sys
 
 import ir_measures
 import pytest
@@ -94,8 +96,16 @@ def test_user_errors(files, tmp_path):
         clirplug_eval("--qrels", files["qrels"], bad)
 
 
-def test_default_measures_match_the_library():
-    assert eval_cli.DEFAULT_MEASURES.split() == clirplug.eval.DEFAULT_MEASURES
+def test_defaults_and_choices_are_the_library_s_and_load_no_numpy():
+    """``--measures`` defaults to the library's measures, ``--correction`` offers its corrections, and
+    building the command line (every ``clirplug`` call does) imports neither numpy nor pandas."""
+    parser = argparse.ArgumentParser(prog="clirplug eval")
+    eval_cli.add_arguments(parser)
+    actions = {action.dest: action for action in parser._actions}
+    assert actions["measures"].default.split() == clirplug.eval.DEFAULT_MEASURES
+    assert list(actions["correction"].choices) == list(CORRECTIONS) == ["holm"]
+    code = "import sys; from clirplug.cli import build_parser; build_parser(); print('numpy' in sys.modules, 'pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == ["False", "False"]
 
 
 def test_marker_on_a_consistent_improvement(tmp_path, capsys):
@@ -146,6 +156,5 @@ def test_holm_adjusts_each_measure_over_the_runs(files, capsys):
 
 
 def test_correction_needs_a_baseline(files):
-    assert eval_cli.CORRECTIONS == list(CORRECTIONS)
     with pytest.raises(ClirplugError, match="--correction holm needs --baseline RUN"):
         clirplug_eval("--qrels", files["qrels"], files["a.trec"], files["b.trec"], "--correction", "holm")
