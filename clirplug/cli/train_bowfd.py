@@ -6,12 +6,13 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 def add_arguments(parser):
     from clirplug.cli import add_executor, add_output
     from clirplug.cli.options import add_settings
+    from clirplug.methods import BowfdRun
     from clirplug.train.bowfd import BowfdSettings
 
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
                         help="translation model folder (see docs/models.md); several, one per --topics file, to "
                              "translate each file's topics by its own model (cross-fitting)")
-    parser.add_argument("--kind", default="hiero", choices=["hiero", "flat"], help="grammar of the model (default: hiero)")
+    add_settings(parser, BowfdRun, only=("kind",))
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index of the target collection")
     parser.add_argument("--topics", required=True, nargs="+", metavar="FILE",
                         help="training topics (the train split), or one file per --model")
