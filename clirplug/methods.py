@@ -3,11 +3,14 @@
 ``RUNS`` maps the method of an experiment's ``runs:`` entry (``docs/experiments.md``) to a
 :class:`RunMethod`: the settings class of the entry (typed, with defaults and checks, see
 :mod:`clirplug.settings`) and, for methods that train on the tune split, the settings class of
-that training step, whose options the entry may also set. ``TRAINING`` maps each step of
-``clirplug train`` (and of an experiment's ``models:``) to its settings class and function. The
-command line builds the training steps' flags from the same classes
-(:func:`clirplug.cli.options.add_settings`); the searchers of :mod:`clirplug.api` take the same
-values as keyword arguments.
+that training step, whose options the entry may also set. ``SEARCH_ONLY`` holds the settings of
+the methods of ``clirplug search`` that are no ``runs:`` method (``bm25``, ``dt-mira``).
+``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
+settings class and function. The command line builds its flags from the same classes
+(:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags
+it cannot build); the searchers of :mod:`clirplug.api` take the library's settings objects
+(:class:`~clirplug.qt.psq_tables.PsqSettings`, :class:`~clirplug.rerank.config.BowfdConfig`) and
+the other values as keyword arguments.
 
 Adding a method: a settings class here, a planner in :mod:`clirplug.experiment.stages`
 (``PLANNERS``), a stage kind that calls the library, and a searcher in :mod:`clirplug.api`
