@@ -74,7 +74,7 @@ def start_point(variant: str, field: str, kind: str) -> PsqSettings:
         nbest = Path(f"runs/psq.{name(f'nbest.{heuristic}', kind)}.{field}.params.json")
         return PsqSettings.parse(json.loads(nbest.read_text())["psq"])
     token = PsqSettings.parse(json.loads(Path(f"runs/psq.token.{field}.params.json").read_text())["psq"])
-    return replace(token, weights={c: float(c == component) for c in COMPONENTS}, heuristic=heuristic)
+    return replace(token, lambdas=tuple(float(c == component) for c in COMPONENTS), heuristic=heuristic)
 
 
 def axes(variant: str, lambdas=LAMBDAS, lambda_only=False):
@@ -82,7 +82,7 @@ def axes(variant: str, lambdas=LAMBDAS, lambda_only=False):
     component = variant.partition(".")[0]
     thresholds = [("p_lower", P_LOWER), ("p_cumulative", P_CUMULATIVE)]
     if component == "interp":
-        return ([("weights", [dict(zip(COMPONENTS, lam)) for lam in lambdas])] + ([] if lambda_only else thresholds)
+        return ([("lambdas", [tuple(lam) for lam in lambdas])] + ([] if lambda_only else thresholds)
                 + [("orphans", ORPHANS)])
     if component == "nbest":
         return [("scale", SCALES)] + thresholds + [("stopwords", STOP), ("orphans", ORPHANS)]

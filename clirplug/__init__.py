@@ -30,7 +30,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DtSearcher", "FusionSearcher", "Hit", "LuceneSearcher",
                      "PsqSearcher", "Searcher", "TranslationModel"], "clirplug.api"),
-    "BowfdConfig": "clirplug.rerank.bowfd",
+    "BowfdConfig": "clirplug.rerank.config",
     "PsqSettings": "clirplug.qt.psq_tables",
 }
 

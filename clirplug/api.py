@@ -286,7 +286,7 @@ class BowfdSearcher(Reranker):
     model : path or TranslationModel
     first_stage : Searcher, optional
         Where the candidates come from (without it, only :meth:`rerank` works).
-    config : BowfdConfig, optional
+    settings : BowfdConfig, optional
         BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's).
     weights : path, optional
         Weights from ``clirplug train bowfd`` (default: the model's decoder weights and ``v`` on every term).
@@ -298,15 +298,15 @@ class BowfdSearcher(Reranker):
         Candidates reranked per query.
     """
 
-    def __init__(self, index, model, first_stage: Searcher | None = None, config=None, *, weights=None,
+    def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
                  v: float | None = None, lm: bool = True, depth: int = 100):
         from clirplug.lucene.reader import LuceneIndex
-        from clirplug.rerank.bowfd import BowfdConfig
+        from clirplug.rerank.config import BowfdConfig
 
         self.model, self.first_stage = _model(model), first_stage
-        self.config = (BowfdConfig() if config is None else config).check()
+        self.settings = BowfdConfig() if settings is None else settings
         self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
-        self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "config": self.config,
+        self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "settings": self.settings,
                       "weights": weights, "v": v, "lm": lm, "depth": depth}
         self.index = LuceneIndex(index, progress=False)
 
@@ -316,8 +316,8 @@ class BowfdSearcher(Reranker):
         if candidates is None:
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
         translator = self.model.translator
-        translator.restrict_topics(topics, self.config.field)
-        reranker = bowfd_reranker(translator, self.index, self.config, self.weights, self.v, self.lm)
+        translator.restrict_topics(topics, self.settings.field)
+        reranker = bowfd_reranker(translator, self.index, self.settings, self.weights, self.v, self.lm)
         frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
         frame = frame[frame["rank"] <= k]
         derivations = {}
@@ -465,20 +465,21 @@ class TranslationModel:
         builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, [topic])
         return [term for tokens in topic_sentences(topic, field, self.src_lang, tokenize) for term in builder.terms(tokens)]
 
-    def derivation(self, query: str, docid: str, index, config=None, *, weights=None, v: float | None = None,
+    def derivation(self, query: str, docid: str, index, settings=None, *, weights=None, v: float | None = None,
                    lm: bool = True) -> dict:
         """BOW-FD's winning derivation of ``query`` for document ``docid`` of ``index`` (options as
         :class:`BowfdSearcher`'s): ``{"docid", "score", "sentences": [{"yield", "score", "prefiltered",
         "bm25"}, ...]}``, a record of ``clirplug rerank --explain``."""
         from clirplug.io.topics import Topic
         from clirplug.lucene.reader import LuceneIndex
-        from clirplug.rerank.bowfd import BowfdConfig, bowfd_reranker
+        from clirplug.rerank.bowfd import bowfd_reranker
+        from clirplug.rerank.config import BowfdConfig
 
-        config = (BowfdConfig() if config is None else config).check()
+        settings = BowfdConfig() if settings is None else settings
         if str(index) not in self._indexes:
             self._indexes[str(index)] = LuceneIndex(index, progress=False)
-        self.translator.restrict_topics([Topic("q", query, query, query)], config.field)
-        reranker = bowfd_reranker(self.translator, self._indexes[str(index)], config, weights, v, lm)
+        self.translator.restrict_topics([Topic("q", query, query, query)], settings.field)
+        reranker = bowfd_reranker(self.translator, self._indexes[str(index)], settings, weights, v, lm)
         records = reranker.derivations(query, [docid])
         if not records:
             raise ClirplugError(f"document {docid!r} is not in the index {index}")

@@ -3,11 +3,14 @@
 ``RUNS`` maps the method of an experiment's ``runs:`` entry (``docs/experiments.md``) to a
 :class:`RunMethod`: the settings class of the entry (typed, with defaults and checks, see
 :mod:`clirplug.settings`) and, for methods that train on the tune split, the settings class of
-that training step, whose options the entry may also set. ``TRAINING`` maps each step of
-``clirplug train`` (and of an experiment's ``models:``) to its settings class and function. The
-command line builds the training steps' flags from the same classes
-(:func:`clirplug.cli.options.add_settings`); the searchers of :mod:`clirplug.api` take the same
-values as keyword arguments.
+that training step, whose options the entry may also set. ``SEARCH_ONLY`` holds the settings of
+the methods of ``clirplug search`` that are no ``runs:`` method (``bm25``, ``dt-mira``).
+``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
+settings class and function. The command line builds its flags from the same classes
+(:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags
+it cannot build); the searchers of :mod:`clirplug.api` take the library's settings objects
+(:class:`~clirplug.qt.psq_tables.PsqSettings`, :class:`~clirplug.rerank.config.BowfdConfig`) and
+the other values as keyword arguments.
 
 Adding a method: a settings class here, a planner in :mod:`clirplug.experiment.stages`
 (``PLANNERS``), a stage kind that calls the library, and a searcher in :mod:`clirplug.api`
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
@@ -29,7 +33,19 @@ from clirplug.train.lm import LmSettings, train_lm
 from clirplug.train.mira import MiraSettings, train_mira
 from clirplug.train.weights import WeightsSettings, train_weights
 
-GRAMMAR = option("hiero", "grammar of the translation model", choices=KINDS)
+GRAMMAR = option("hiero", "grammar of the model", choices=KINDS)
+
+
+@dataclass(frozen=True)
+class Bm25Run(Settings):
+    """``bm25``: BM25 of the untranslated query; also the BM25 that dt, dt-mira and psq score with
+    (an experiment's ``bm25:`` mapping)."""
+
+    k1: float = option(ANSERINI_K1, "BM25 k1, Anserini's by default")
+    b: float = option(ANSERINI_B, "BM25 b, Anserini's by default")
+
+    def validate(self, name_of=str) -> None:
+        check_bm25(self.k1, self.b)
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,14 @@ class DtRun(Settings):
     kind: str = GRAMMAR
     weights: str = option("bitext", "decoder weights tuned on the bitext, or on parallel queries of the tune split",
                           choices=("bitext", "queries"))
+
+
+@dataclass(frozen=True)
+class DtMiraRun(Settings):
+    """``dt-mira``: DT whose 1-best is the MIRA-reranked best of the decoder's n-best list (weights from
+    ``clirplug train mira``, trained on n-best lists of this grammar)."""
+
+    kind: str = GRAMMAR
 
 
 @dataclass(frozen=True)
@@ -63,8 +87,6 @@ class BowfdRun(Settings):
 
     candidates: str = option("dt", "run whose documents are reranked")
     kind: str = GRAMMAR
-    ltr: bool = option(False, "pairwise learning to rank after choosing v")
-    lex: bool = option(False, "add the LEX sparse alignment/insertion/deletion features")
     lm: bool = option(True, "the language model feature (false: the report's ablation)")
     depth: int = option(100, "candidates reranked per topic", low=1)
 
@@ -75,7 +97,7 @@ class FusionRun(Settings):
 
     runs: tuple[str, ...] | None = option(None, "the two runs fused")
     fuser: object | None = option(None, "fusion method (default: borda), or a list of them chosen with kappa")
-    grid_step: float = option(0.05, "step of the kappa grid", above=0.0, high=1.0)
+    grid_step: float = option(0.05, "step of the kappa grid", above=0.0, high=1.0, metavar="STEP")
     measure: str = option("MAP", "measure maximized by kappa (an ir_measures name)")
 
 
@@ -115,6 +137,9 @@ RUNS: dict[str, RunMethod] = {
     "fusion": RunMethod(FusionRun),
     "dense": RunMethod(DenseRun),
 }
+# The methods of ``clirplug search`` (and :mod:`clirplug.api`) that are no ``runs:`` method: an
+# experiment searches BM25 with its ``bm25:`` settings for every baseline, and runs no dt-mira.
+SEARCH_ONLY: dict[str, type[Settings]] = {"bm25": Bm25Run, "dt-mira": DtMiraRun}
 
 
 @dataclass(frozen=True)

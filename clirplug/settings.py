@@ -25,15 +25,16 @@ from collections.abc import Callable, Mapping
 from clirplug.errors import ClirplugError
 
 
-def option(default, help: str, *, choices=None, low=None, high=None, above=None, metavar: str | None = None):
+def option(default, help: str, *, choices=None, low=None, high=None, above=None, below=None,
+           metavar: str | None = None):
     """A settings field: ``default``, one line of ``help``, allowed ``choices`` or a range.
 
-    ``low``/``high`` are inclusive bounds, ``above`` an exclusive lower bound; they apply to each
+    ``low``/``high`` are inclusive bounds, ``above``/``below`` exclusive ones; they apply to each
     element of a tuple-valued setting.
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "choices": tuple(choices) if choices is not None else None,
-        "low": low, "high": high, "above": above, "metavar": metavar})
+        "low": low, "high": high, "above": above, "below": below, "metavar": metavar})
 
 
 @functools.cache
@@ -75,6 +76,8 @@ def _check_range(value, meta: dict, where: str) -> None:
         raise ClirplugError(f"{where}: must be at most {meta['high']}, got {value!r}")
     if meta["above"] is not None and value <= meta["above"]:
         raise ClirplugError(f"{where}: must be above {meta['above']}, got {value!r}")
+    if meta["below"] is not None and value >= meta["below"]:
+        raise ClirplugError(f"{where}: must be below {meta['below']}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,11 +106,12 @@ class Settings:
                 value = _convert(value, base, where)
                 _check_range(value, f.metadata, where)
             object.__setattr__(self, f.name, value)
-        self.validate()
+        self.validate(name_of)
         return self
 
-    def validate(self) -> None:
-        """Rules across fields, or shared with other code (e.g. BM25's); raise :class:`ClirplugError`."""
+    def validate(self, name_of: Callable[[str], str] = str) -> None:
+        """Rules across fields, or shared with other code (e.g. BM25's); raise :class:`ClirplugError`
+        naming a setting by ``name_of(field)``."""
 
     @classmethod
     def names(cls) -> list[str]:

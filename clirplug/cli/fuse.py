@@ -6,7 +6,9 @@ HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally
 
 
 def add_arguments(parser):
+    from clirplug.cli.options import add_settings
     from clirplug.fusion import FUSERS
+    from clirplug.methods import FusionRun
 
     parser.add_argument("--runs", nargs="+", required=True, metavar="RUN", help="TREC runs to fuse")
     parser.add_argument("--method", default="borda", choices=list(FUSERS), help="fusion method (default: borda)")
@@ -21,8 +23,7 @@ def add_arguments(parser):
     tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")
     tune.add_argument("--tune-runs", nargs=2, metavar="RUN",
                       help="the two runs on the tuning topics (default: the --runs, restricted to the qrels' topics)")
-    tune.add_argument("--grid-step", type=float, default=0.05, help="kappa grid step (default: 0.05)")
-    tune.add_argument("--measure", default="MAP", help="measure maximized (default: MAP)")
+    add_settings(tune, FusionRun, skip=("runs", "fuser"))
     tune.add_argument("--curve", metavar="PREFIX",
                       help="write PREFIX.tsv and PREFIX.png with the curve (default: the output path + .kappa)")
 

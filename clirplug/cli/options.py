@@ -21,10 +21,10 @@ def _shown(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def add_settings(parser, cls: type[Settings], skip: tuple = ()) -> None:
-    """Add a flag for every field of ``cls`` (but ``skip``) to ``parser`` (or an argument group)."""
+def add_settings(parser, cls: type[Settings], skip: tuple = (), only: tuple | None = None) -> None:
+    """Add a flag for every field of ``cls`` (but ``skip``; or the fields ``only``) to ``parser`` (or an argument group)."""
     for f in dataclasses.fields(cls):
-        if f.name in skip:
+        if f.name in skip or (only is not None and f.name not in only):
             continue
         base, _, is_tuple = field_type(cls, f.name)
         meta = f.metadata

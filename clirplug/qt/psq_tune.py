@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
-from clirplug.qt.psq_tables import COMPONENTS, PsqBuilder, PsqSettings
+from clirplug.qt.psq_tables import COMPONENTS, PSQ_KEYS, PsqBuilder, PsqSettings
 
-GRID_KEYS = ("lambda", "pL", "pC", "heuristic", "stop", "nbest", "scale", "orphans")
+GRID_KEYS = tuple(PSQ_KEYS)  # every --psq option can be a grid axis
 
 
 class Builders:
@@ -38,7 +38,7 @@ class Builders:
     def __call__(self, settings: PsqSettings, field: str):
         from clirplug.qt.psq import psq_builder
 
-        every = PsqSettings(weights={c: 1.0 for c in COMPONENTS})  # load all parts once
+        every = PsqSettings(lambdas=(1.0,) * len(COMPONENTS))  # load all parts once
         key = field if settings.orphans > 0 or any(settings.weights[c] > 0 for c in ("grammar", "nbest")) else "token"
         if key not in self.loaded:
             needed = every if key == field else PsqSettings()

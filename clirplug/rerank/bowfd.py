@@ -41,14 +41,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from clirplug.atomic import atomic_open
-from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
+from clirplug.bm25 import BOWFD_B, BOWFD_K1
 from clirplug.errors import ClirplugError, warn, where
 from clirplug.mt.features import check_feature, weight_lines
 from clirplug.mt.grammar import is_nonterminal
 from clirplug.mt.hypergraph import Hypergraph, ViterbiPlan
+from clirplug.rerank.config import DEFAULT_SENTENCE_DEPTH, BowfdConfig
 
 DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
-DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
 MAX_CELLS = 1_000_000  # edges × documents per pass with back pointers: bounds their memory
 MAX_SCORE_CELLS = 24_000_000  # edges × documents per scores-only pass (about 100 MB in float32)
 SCORE_DTYPE = np.float32  # scores-only passes: half the memory traffic of float64, ~1e-5 off at |score| ~ 100
@@ -380,26 +380,6 @@ def derivation_yield(forest: Hypergraph, pointers: np.ndarray) -> tuple[str, ...
 # ============================================================================ the reranker
 
 
-@dataclass(frozen=True)
-class BowfdConfig:
-    """Every option of BOW-FD scoring besides the weights (defaults: the paper's)."""
-
-    k1: float = BOWFD_K1
-    b: float = BOWFD_B
-    beam: int | None = None
-    sentence_depth: int = DEFAULT_SENTENCE_DEPTH
-    field: str = "title"
-
-    def check(self) -> BowfdConfig:
-        """Raise ``ClirplugError`` naming the first out-of-range option."""
-        check_bm25(self.k1, self.b)
-        if self.beam is not None and self.beam < 1:
-            raise ClirplugError(f"the beam must be at least 1, got {self.beam}")
-        if self.sentence_depth < 1:
-            raise ClirplugError(f"the sentence depth must be at least 1, got {self.sentence_depth}")
-        return self
-
-
 class BowFD:
     """BOW-FD over a translation model and a Lucene index.
 
@@ -415,7 +395,7 @@ class BowFD:
     """
 
     def __init__(self, translator, index, weights: BowfdWeights, config: BowfdConfig = BowfdConfig()):
-        self.translator, self.index, self.weights, self.config = translator, index, weights, config.check()
+        self.translator, self.index, self.weights, self.config = translator, index, weights, config
         self._row = {docid: i for i, docid in enumerate(index.docids.tolist())}
         self._words: dict[str, tuple[str, ...]] = {}
 

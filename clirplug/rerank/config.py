@@ -2,8 +2,12 @@
 
 from dataclasses import dataclass
 
+from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
+from clirplug.io.topics import FIELDS
 from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings, option
+
+DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
 
 
 @dataclass(frozen=True)
@@ -60,3 +64,19 @@ class LtrSettings(Settings):
     shards: int = option(2, "shards of the training topics for iterative parameter mixing", low=1)
     unit_v: bool = option(True, "train in the units of v: start weights divided by v, learned weights multiplied back "
                                 "(--no-unit-v: in the tuner's units)")
+
+
+@dataclass(frozen=True)
+class BowfdConfig(Settings):
+    """Every option of BOW-FD scoring besides the weights (defaults: the paper's)."""
+
+    k1: float = option(BOWFD_K1, "BM25 k1 of the IR features, the paper's by default")
+    b: float = option(BOWFD_B, "BM25 b of the IR features, the paper's by default")
+    beam: int | None = option(None, "incoming edges considered per node (default: all)", low=1)
+    sentence_depth: int = option(DEFAULT_SENTENCE_DEPTH, "top-k of each sentence ranking; others take its minimum",
+                                 low=1)
+    field: str = option("title", "topic field of the queries (title: one sentence; else split into sentences)",
+                        choices=FIELDS)
+
+    def validate(self, name_of=str) -> None:
+        check_bm25(self.k1, self.b)

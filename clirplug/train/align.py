@@ -10,27 +10,22 @@ from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.io.text import read_lines
+from clirplug.mt.align_config import AlignConfig
 from clirplug.mt.symmetrize import SYMMETRIZERS
-from clirplug.settings import Settings, option
+from clirplug.settings import option
 
 COMPOUND_LANGUAGES = ("de",)  # languages whose side is compound-split by default
 
 
 @dataclass(frozen=True)
-class AlignSettings(Settings):
-    """Options of ``clirplug train align`` (defaults: fast_align -d -o -v)."""
+class AlignSettings(AlignConfig):
+    """Options of ``clirplug train align``: both directions' EM (:class:`AlignConfig`, fast_align -d -o -v),
+    then preprocessing, symmetrization and the lexical tables."""
 
     dictionary_max: int = option(3, "at most N dictionary entries per source term, in file order", low=1, metavar="N")
     compound_split: bool | None = option(None, "Koehn & Knight compound splitting of the source side "
                                                "(default: on for German)")
     compound_min_length: int = option(4, "shortest compound part, in letters", low=1)
-    model1_iterations: int = option(5, "IBM Model 1 EM iterations", low=0)
-    iterations: int = option(5, "fast_align IBM2 EM iterations", low=0)
-    p0: float = option(0.08, "NULL alignment probability", low=0.0, high=1.0)
-    tension: float = option(4.0, "initial diagonal tension lambda", above=0.0)
-    optimize_tension: bool = option(True, "re-estimate the tension during EM")
-    variational_bayes: bool = option(True, "variational Bayes (a Dirichlet prior on the translation table)")
-    alpha: float = option(0.01, "Dirichlet concentration for variational Bayes", above=0.0)
     symmetrize: str = option("grow-diag-final-and", "symmetrization heuristic", choices=tuple(SYMMETRIZERS))
     lex_min_prob: float = option(1e-4, "lexical table entries below this probability are not written", low=0.0)
 
@@ -80,7 +75,7 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
     from tqdm import tqdm
 
     from clirplug.atomic import atomic_open
-    from clirplug.mt.align import AlignConfig, train
+    from clirplug.mt.align import train
     from clirplug.mt.compound import CompoundSplitter
     from clirplug.mt.preprocess import COMPOUND_FILE, preprocess
     from clirplug.mt.symmetrize import format_pharaoh, read_pharaoh, symmetrize
@@ -92,8 +87,7 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
     for path in (src, tgt, dictionary):
         if path is not None and not path.is_file():
             raise ClirplugError(f"{path}: no such file")
-    config = AlignConfig(settings.model1_iterations, settings.iterations, settings.p0, settings.tension,
-                         settings.optimize_tension, settings.variational_bayes, settings.alpha)
+    config = AlignConfig.from_values({name: getattr(settings, name) for name in AlignConfig.names()})
     out.mkdir(parents=True, exist_ok=True)
     stages = Stages(out, force)
     split = settings.compound_split if settings.compound_split is not None else src_lang in COMPOUND_LANGUAGES
@@ -154,7 +148,7 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
             lines = len(conditioning)
             conditioning += read_tokens(given[1])
             generated += read_tokens(predicted[1])
-            bar = tqdm(total=config.model1_iterations + config.ibm2_iterations, desc=f"align {name}",
+            bar = tqdm(total=config.model1_iterations + config.iterations, desc=f"align {name}",
                        disable=not progress)
 
             def report(stats):

@@ -33,7 +33,7 @@ class BowfdSettings(LtrSettings):
     b: float | None = option(None, f"BM25 b of the IR features (default: {BOWFD_B})")
     beam: int | None = option(None, "incoming edges considered per node (default: all)", low=1)
 
-    def validate(self) -> None:
+    def validate(self, name_of=str) -> None:
         check_bm25(BOWFD_K1 if self.k1 is None else self.k1, BOWFD_B if self.b is None else self.b)
 
 
@@ -72,7 +72,7 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     start = BowfdWeights(smt=dict(translators[0].weights), v=settings.v if settings.v is not None else DEFAULT_V,
                          lex_enabled=settings.lex)
     scoring = BowfdConfig(k1=settings.k1 if settings.k1 is not None else BOWFD_K1,
-                          b=settings.b if settings.b is not None else BOWFD_B, beam=settings.beam, field=field).check()
+                          b=settings.b if settings.b is not None else BOWFD_B, beam=settings.beam, field=field)
     reader = LuceneIndex(index, progress=progress)
     judged = {qid: dict(zip(group["docid"], group["relevance"].astype(int)))
               for qid, group in read_qrels(qrels).groupby("qid")}

@@ -22,7 +22,7 @@ class MiraSettings(Settings):
     k1: float = option(ANSERINI_K1, "BM25 k1")
     b: float = option(ANSERINI_B, "BM25 b")
 
-    def validate(self) -> None:
+    def validate(self, name_of=str) -> None:
         check_bm25(self.k1, self.b)
 
 

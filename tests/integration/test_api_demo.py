@@ -23,7 +23,7 @@ from clirplug.cli import main
 from clirplug.io.runs import read_run, write_run
 from clirplug.io.topics import read_topics, topic_field
 from clirplug.qt.psq_tables import PsqSettings
-from clirplug.rerank.bowfd import BowfdConfig
+from clirplug.rerank.config import BowfdConfig
 
 pytestmark = pytest.mark.jvm
 

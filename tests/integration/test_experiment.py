@@ -55,7 +55,7 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "fields: [title, abstract]\n", [], "fields: unknown value 'abstract'"),
     (BASE + "runs: {psq: {pl: 0.1}}\n", [], "runs.psq.pl: unknown setting"),
     (BASE + "baseline: psq\nruns: {psq: {psq: {pl: 0.1}}}\n", [], "runs.psq.psq: unknown option 'pl'"),
-    (BASE + "baseline: psq\nruns: {psq: {psq: {pC: 0}}}\n", [], "runs.psq.psq: need 0 <= pL < 1 and 0 < pC <= 1"),
+    (BASE + "baseline: psq\nruns: {psq: {psq: {pC: 0}}}\n", [], "runs.psq.psq.pC: must be above 0.0, got 0.0"),
     (BASE + "baseline: psq\nruns: {psq: {psq: \"pC=x\"}}\n", [], "runs.psq.psq: cannot read 'pC=x'"),
     (BASE + "runs: {x: {method: magic}}\n", [], "runs.x.method: unknown method 'magic'"),
     (BASE + "runs: {b: {method: boost, colour: 1}}\n", [], "runs.b.colour: unknown setting"),

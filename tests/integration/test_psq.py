@@ -216,7 +216,7 @@ def test_cli_psq_errors(tiny_index, tmp_path, capsys):
     assert main(base + ["--model", str(tmp_path / "nomodel")]) == 2
     assert "no such model folder" in capsys.readouterr().err
     assert main(base + ["--table", str(bad), "--psq", "lambda=1"]) == 2
-    assert "--psq: cannot read 'lambda=1'" in capsys.readouterr().err
+    assert "--psq lambda: expected 3 non-negative weights for token:grammar:nbest, got 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["lambda=1:0:0", "lambda=0.4:0.3:0.3,nbest=3"])

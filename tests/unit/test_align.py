@@ -60,7 +60,7 @@ def brute_force(src, tgt, config):
         z = sum(unnormalized)
         return [config.p0] + [(1 - config.p0) * u / z for u in unnormalized]
 
-    schedule = [False] * config.model1_iterations + [True] * config.ibm2_iterations
+    schedule = [False] * config.model1_iterations + [True] * config.iterations
     model1 = None
     for number, diagonal in enumerate(schedule, start=1):
         counts = defaultdict(float)
@@ -97,7 +97,7 @@ def brute_force(src, tgt, config):
         if number == config.model1_iterations:
             model1 = dict(theta)
     alignments = []
-    diagonal = config.ibm2_iterations > 0
+    diagonal = config.iterations > 0
     for s, t in zip(src, tgt):
         links = []
         for i, e in enumerate(t, start=1):
@@ -115,11 +115,11 @@ def as_dict(model):
 
 
 CONFIGS = [
-    AlignConfig(model1_iterations=3, ibm2_iterations=0, variational_bayes=False),
-    AlignConfig(model1_iterations=2, ibm2_iterations=3, variational_bayes=False, optimize_tension=False),
-    AlignConfig(model1_iterations=2, ibm2_iterations=3, variational_bayes=False),
-    AlignConfig(model1_iterations=2, ibm2_iterations=3),  # fast_align -d -o -v
-    AlignConfig(model1_iterations=0, ibm2_iterations=2, p0=0.2, tension=1.5, alpha=0.5),
+    AlignConfig(model1_iterations=3, iterations=0, variational_bayes=False),
+    AlignConfig(model1_iterations=2, iterations=3, variational_bayes=False, optimize_tension=False),
+    AlignConfig(model1_iterations=2, iterations=3, variational_bayes=False),
+    AlignConfig(model1_iterations=2, iterations=3),  # fast_align -d -o -v
+    AlignConfig(model1_iterations=0, iterations=2, p0=0.2, tension=1.5, alpha=0.5),
 ]
 
 # ---------------------------------------------------------------- EM
@@ -144,7 +144,7 @@ def test_em_matches_brute_force(config, chunk, monkeypatch):
 
 
 def test_em_learns_the_obvious_translations():
-    result = train(SRC, TGT, AlignConfig(model1_iterations=5, ibm2_iterations=5, variational_bayes=False))
+    result = train(SRC, TGT, AlignConfig(model1_iterations=5, iterations=5, variational_bayes=False))
     table = result.model.table()
     for f, e in [("haus", "house"), ("buch", "book"), ("das", "the"), ("klein", "small")]:
         assert next(iter(table.translations(f))) == e
@@ -177,7 +177,7 @@ def test_prior_used_in_training_normalizes():
 
 
 def test_empty_sides_and_bad_input():
-    result = train([["a"], [], ["a", "b"]], [["x"], ["y"], []], AlignConfig(model1_iterations=1, ibm2_iterations=1))
+    result = train([["a"], [], ["a", "b"]], [["x"], ["y"], []], AlignConfig(model1_iterations=1, iterations=1))
     assert result.alignments == [[(0, 0)], [], []]
     with pytest.raises(ClirplugError, match="2 source sentences but 1"):
         train([["a"], ["b"]], [["x"]])
@@ -271,7 +271,7 @@ def test_lexical_table_errors(tmp_path):
 
 
 def test_model_table_rows_sum_to_one():
-    result = train(SRC, TGT, AlignConfig(model1_iterations=2, ibm2_iterations=2))  # VB rows sum < 1
+    result = train(SRC, TGT, AlignConfig(model1_iterations=2, iterations=2))  # VB rows sum < 1
     matrix = result.model.table().matrix
     np.testing.assert_allclose(np.asarray(matrix.sum(axis=1)).ravel(), 1.0, atol=1e-12)
     pruned = result.model.table(min_prob=0.1)
@@ -330,7 +330,7 @@ def test_manclir_first_lines_learn_man_page_vocabulary(manclir_de):
     with open(manclir_de / "bitext.train.de", encoding="utf-8") as de, \
             open(manclir_de / "bitext.train.en", encoding="utf-8") as en:
         pairs = [(preprocess(f, "de"), preprocess(e, "en")) for f, e, _ in zip(de, en, range(1000))]
-    result = train([f for f, _ in pairs], [e for _, e in pairs], AlignConfig(model1_iterations=3, ibm2_iterations=2))
+    result = train([f for f, _ in pairs], [e for _, e in pairs], AlignConfig(model1_iterations=3, iterations=2))
     table = result.model.table()
     for german, english in [("datei", "file"), ("verzeichnis", "directory"), ("befehl", "command")]:
         assert next(iter(table.translations(german))) == english

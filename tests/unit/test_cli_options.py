@@ -1,14 +1,21 @@
 """The command line as a whole: one name per option across commands, old names hidden, plain help texts,
 and no argparse in the library."""
 
+import argparse
 import ast
+import dataclasses
 import re
 
 import pytest
 from test_code_rules import PACKAGE, REPO, imported_modules
 
+from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, BOWFD_B, BOWFD_K1
 from clirplug.cli import COMMANDS, build_parser
+from clirplug.cli.options import flag
+from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING, Bm25Run, BowfdRun, DtRun
 from clirplug.rerank import RERANKERS
+from clirplug.rerank.config import BowfdConfig
+from clirplug.settings import field_type
 
 pytestmark = pytest.mark.cli
 
@@ -114,6 +121,107 @@ def test_search_help_lists_every_method_on_one_line(capsys, monkeypatch):
     listing = text[text.index("methods (--method):"):].splitlines()[1:]
     assert [line.split()[0] for line in listing] == list(SEARCH_METHODS) == list(RUNNERS)
     assert all(len(line) < 80 for line in listing)
+
+
+# ----------------------------------------------------------------------------- flags against the settings classes
+
+# Where each setting of a method (clirplug.methods: RUNS and SEARCH_ONLY) is given on the command
+# line: (command, flag), or None for the tuning grids, which only an experiment searches. A flag of
+# another name: dt's weights -> translate --weights, bowfd's lm -> rerank --no-lm, bowfd's depth ->
+# rerank --depth, fusion's fuser -> fuse --method.
+METHOD_FLAGS = {
+    "bm25": {"k1": ("search", "--k1"), "b": ("search", "--b")},
+    "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights")},
+    "dt-mira": {"kind": ("search", "--kind")},
+    "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
+    "boost": {"candidates": ("rerank", "--candidates")},
+    "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "lm": ("rerank", "--no-lm"),
+              "depth": ("rerank", "--depth")},
+    "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
+               "measure": ("fuse", "--measure")},
+    "dense": {"words": ("search", "--words"), "grid": None},
+}
+# Settings classes whose every setting has the flag of the same name: (class, command)
+CLASS_FLAGS = [(BowfdConfig, "rerank"), *[(step.settings, f"train {name}") for name, step in TRAINING.items()]]
+# Settings whose flag differs on purpose, each pinned as (setting's default, flag's default) and why:
+# the test fails when either side changes.
+DIFFERENT = {
+    ("dt", "weights"): ("bitext", None, "the experiment chooses a weights file by name; translate takes a file"),
+    ("psq", "psq"): (None, "", "a mapping or the --psq string; None and '' both give PsqSettings()"),
+    ("bowfd", "candidates"): ("dt", None, "an experiment names a run of its own; rerank takes a TREC file"),
+    ("bowfd", "lm"): (True, False, "rerank --no-lm is the negation of lm"),
+    ("bowfd", "depth"): (100, 1000, "rerank --depth also serves boost, which reranks to the full depth"),
+    ("fusion", "fuser"): (None, "borda", "None is borda (an experiment may list fusers to choose with kappa)"),
+    ("BowfdConfig", "field"): ("title", None, "rerank --field defaults to the boost model's field; bowfd reads it "
+                                              "as title"),
+}
+
+
+def _subcommands(parser):
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _action(command: str, flag: str):
+    parser = build_parser()
+    for word in command.split():
+        parser = _subcommands(parser)[word]
+    return parser._option_string_actions[flag]
+
+
+def _flag_spec(action):
+    """(type, default, choices, nargs) of an argparse action; a boolean switch has type bool."""
+    switch = (argparse.BooleanOptionalAction, argparse._StoreTrueAction, argparse._StoreFalseAction)
+    if isinstance(action, switch):
+        return bool, action.default, None, None
+    return action.type or str, action.default, tuple(action.choices) if action.choices else None, action.nargs
+
+
+def _setting_spec(cls, name: str):
+    """(type, default, choices, nargs) that :func:`clirplug.cli.options.add_settings` gives setting ``name``."""
+    base, _, is_tuple = field_type(cls, name)
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return base, field.default, field.metadata["choices"], "+" if is_tuple else None
+
+
+def _compare(owner: str, cls, name: str, command: str, flag: str):
+    action = _action(command, flag)
+    if (owner, name) in DIFFERENT:
+        setting_default, flag_default, _ = DIFFERENT[owner, name]
+        field = next(f for f in dataclasses.fields(cls) if f.name == name)
+        assert (field.default, action.default) == (setting_default, flag_default), (owner, name, command, flag)
+        return
+    assert _flag_spec(action) == _setting_spec(cls, name), (owner, name, command, flag)
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_FLAGS))
+def test_each_method_setting_has_a_flag_of_its_type_default_and_choices(method):
+    """A setting added without a flag, a flag renamed, or a default or choice changed in one place only fails here."""
+    cls = {**{name: m.settings for name, m in RUNS.items()}, **SEARCH_ONLY}[method]
+    assert set(METHOD_FLAGS[method]) == set(cls.names())
+    for name, where in METHOD_FLAGS[method].items():
+        if where is not None:
+            _compare(method, cls, name, *where)
+
+
+def test_every_method_of_search_rerank_fuse_and_experiments_has_settings():
+    from clirplug.cli.search import SEARCH_METHODS
+
+    assert set(METHOD_FLAGS) == set(RUNS) | set(SEARCH_ONLY) and not set(RUNS) & set(SEARCH_ONLY)
+    assert set(SEARCH_METHODS) <= set(METHOD_FLAGS) and set(RERANKERS) <= set(METHOD_FLAGS)
+
+
+@pytest.mark.parametrize("cls, command", CLASS_FLAGS, ids=[command for _, command in CLASS_FLAGS])
+def test_settings_classes_built_into_flags_match_them(cls, command):
+    for name in cls.names():
+        _compare(cls.__name__, cls, name, command, flag(name))
+
+
+def test_the_shared_bm25_and_grammar_flags_are_the_registry_s():
+    """--k1/--b of search take Anserini's defaults (bowfd's own: BowfdConfig); --kind the one grammar option."""
+    assert _setting_spec(Bm25Run, "k1")[1] == ANSERINI_K1 and _setting_spec(Bm25Run, "b")[1] == ANSERINI_B
+    assert _flag_spec(_action("rerank", "--k1"))[1] == BOWFD_K1 and _flag_spec(_action("rerank", "--b"))[1] == BOWFD_B
+    for command in ("search", "rerank", "train bowfd"):
+        assert _flag_spec(_action(command, "--kind")) == _setting_spec(DtRun, "kind") == _setting_spec(BowfdRun, "kind")
 
 
 # ----------------------------------------------------------------------------- the library takes no Namespace

@@ -187,7 +187,7 @@ def test_builder_adds_orphans_as_terms_of_their_own():
     assert kept[0] == {"the": 1.0} and kept[-1] == {"now": 1.0} and len(kept) == 4
     assert PsqSettings.parse("orphans=0.2").spec().endswith(",orphans=0.2")
     assert "orphans" not in PsqSettings.parse("orphans=0").spec()
-    with pytest.raises(ClirplugError, match="orphans=2"):
+    with pytest.raises(ClirplugError, match="--psq orphans: must be at most 1"):
         PsqSettings.parse("orphans=2")
     with pytest.raises(ClirplugError, match="orphans needs the decoder"):
         PsqBuilder(PsqSettings.parse("orphans=0.5"), token=PsqTable(TABLE))
@@ -253,9 +253,14 @@ def test_settings_parse_and_errors():
     assert (settings.p_lower, settings.p_cumulative, settings.heuristic, settings.stopwords, settings.nbest,
             settings.scale) == (0.01, 0.95, "one-to-one", "small", 5, 0.5)
     assert PsqSettings.parse(settings.spec()) == settings
-    for spec, message in [("lambda=1:1", "cannot read"), ("pL=x", "cannot read"), ("foo=1", "unknown option"),
-                          ("pC=0", "need 0 <= pL < 1"), ("heuristic=x", "choose one of"), ("lambda=0:0:0", "sum to 0"),
-                          ("stop=huge", "choose one of"), ("nbest=0", "at least 1"), ("scale=0", "positive")]:
+    for spec, message in [("lambda=1:1", "--psq lambda: expected 3 non-negative weights"),
+                          ("pL=x", "--psq: cannot read 'pL=x'"), ("foo=1", "--psq: unknown option 'foo'"),
+                          ("pC=0", "--psq pC: must be above 0"), ("pL=1", "--psq pL: must be below 1"),
+                          ("heuristic=x", "--psq heuristic: expected one of one-to-one"),
+                          ("lambda=0:0:0", "--psq lambda: the weights sum to 0"),
+                          ("lambda=1:-1:1", "--psq lambda: must be at least 0"),
+                          ("stop=huge", "--psq stop: expected one of none, small, large"),
+                          ("nbest=0", "--psq nbest: must be at least 1"), ("scale=0", "--psq scale: must be above 0")]:
         with pytest.raises(ClirplugError, match=message):
             PsqSettings.parse(spec)
     with pytest.raises(ClirplugError, match="gives weight to grammar, nbest"):
@@ -373,3 +378,39 @@ def test_builder_reuses_the_nbest_list_for_every_heuristic_and_scale():
         fresh = PsqBuilder(settings, translate=lambda tokens, n: translate(tokens, n)[:], memo={})
         assert fresh.query([["datei"]]) == tables[spec]
     assert calls.count((("datei",), 10)) == 1 + 4  # once for the shared memo, once per fresh builder
+
+
+def test_settings_defaults_are_pr_token_alone_without_thresholds():
+    settings = PsqSettings()
+    assert settings.weights == {"token": 1.0, "grammar": 0.0, "nbest": 0.0}
+    assert (settings.p_lower, settings.p_cumulative, settings.heuristic, settings.stopwords, settings.nbest,
+            settings.scale, settings.orphans) == (0.0, 1.0, "one-to-many", "none", 10, 1.0, 0.0)
+    assert PsqSettings.parse("") == PsqSettings.read(None, "x") == PsqSettings.read({}, "x") == settings
+
+
+def test_the_psq_string_and_the_yaml_mapping_give_equal_settings():
+    text = "lambda=0.4:0.3:0.3,pL=0.01,pC=0.95,heuristic=one-to-one,stop=small,nbest=5,scale=0.5,orphans=0.2"
+    mapping = {"lambda": [0.4, 0.3, 0.3], "pL": 0.01, "pC": 0.95, "heuristic": "one-to-one", "stop": "small",
+               "nbest": 5, "scale": 0.5, "orphans": 0.2}
+    python = PsqSettings(lambdas=(0.4, 0.3, 0.3), p_lower=0.01, p_cumulative=0.95, heuristic="one-to-one",
+                         stopwords="small", nbest=5, scale=0.5, orphans=0.2)
+    assert PsqSettings.parse(text) == PsqSettings.read(mapping, "runs.psq.psq") == PsqSettings.read(text, "x") == python
+    assert PsqSettings.read({"lambda": "0:0:1", "pL": "0.1"}, "x") == PsqSettings.parse("lambda=0:0:1,pL=0.1")
+    assert PsqSettings.parse(python.spec()) == python
+
+
+@pytest.mark.parametrize("mapping, message", [
+    ({"nbest": 0}, "runs.p.psq.nbest: must be at least 1, got 0"),
+    ({"nbest": 2.5}, "runs.p.psq.nbest: expected int, got 2.5"),
+    ({"pL": True}, "runs.p.psq.pL: expected float, got True"),
+    ({"pC": 1.5}, "runs.p.psq.pC: must be at most 1.0, got 1.5"),
+    ({"stop": "huge"}, "runs.p.psq.stop: expected one of none, small, large, got 'huge'"),
+    ({"lambda": [1, 1]}, "runs.p.psq.lambda: expected 3 non-negative weights for token:grammar:nbest, got 2"),
+    ({"lambda": 1}, "runs.p.psq.lambda: expected a non-empty list, got 1"),
+    ({"lambda": [0, 0, 0]}, "runs.p.psq.lambda: the weights sum to 0"),
+    ({"pl": 0.1}, "runs.p.psq: unknown option 'pl'"),
+])
+def test_a_bad_yaml_value_is_one_line_naming_its_key(mapping, message):
+    with pytest.raises(ClirplugError) as error:
+        PsqSettings.read(mapping, "runs.p.psq")
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)

@@ -7,12 +7,16 @@ import pytest
 
 from clirplug.cli.options import add_settings, settings_from_args
 from clirplug.errors import ClirplugError
-from clirplug.methods import RUNS, TRAINING
+from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING
+from clirplug.mt.align_config import AlignConfig
+from clirplug.qt.psq_tables import PsqSettings
+from clirplug.rerank.config import BowfdConfig
 from clirplug.settings import Settings, option
 
 pytestmark = pytest.mark.cli
 
-ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()]
+ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()] \
+    + list(SEARCH_ONLY.values()) + [PsqSettings, BowfdConfig, AlignConfig]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,36 +124,63 @@ def test_every_method_of_runs_has_a_planner_and_reads_its_yaml_entry():
         RUNS["boost"].read({"bags": 0}, "runs.b")
 
 
-# Where each setting of a run class is given on the command line: (command, flag), or None for the
-# tuning grids, which only an experiment searches (on its tune split).
-RUN_FLAGS = {
-    "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights")},
-    "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
-    "boost": {"candidates": ("rerank", "--candidates")},
-    "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "ltr": ("train bowfd", "--ltr"),
-              "lex": ("train bowfd", "--lex"), "lm": ("rerank", "--no-lm"), "depth": ("rerank", "--depth")},
-    "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
-               "measure": ("fuse", "--measure")},
-    "dense": {"words": ("search", "--words"), "grid": None},
-}
-
-
-def test_every_run_setting_has_its_command_line_flag():
-    """A setting added to a run class without a flag (or a flag renamed) fails here."""
+def test_bowfd_scoring_defaults_are_the_paper_s_and_bad_values_name_their_flag():
+    from clirplug.bm25 import BOWFD_B, BOWFD_K1
     from clirplug.cli import build_parser
+    from clirplug.rerank.config import DEFAULT_SENTENCE_DEPTH
 
-    def subcommands(parser):
-        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert BowfdConfig() == BowfdConfig(k1=BOWFD_K1, b=BOWFD_B, beam=None, sentence_depth=DEFAULT_SENTENCE_DEPTH,
+                                        field="title")
+    for bad, message in [({"beam": 0}, "beam: must be at least 1, got 0"),
+                         ({"sentence_depth": 0}, "sentence_depth: must be at least 1, got 0"),
+                         ({"field": "abstract"}, "field: expected one of title, desc, narr, got 'abstract'"),
+                         ({"k1": -1.0}, "BM25 k1 must be a finite number >= 0")]:
+        with pytest.raises(ClirplugError, match=message):
+            BowfdConfig(**bad)
+    args = build_parser().parse_args(["rerank", "--method", "bowfd", "--model", "m", "--topics", "t", "--output", "o",
+                                      "--beam", "0"])
+    with pytest.raises(ClirplugError, match="--beam: must be at least 1, got 0"):
+        settings_from_args(BowfdConfig, args, field="title")
 
-    commands = subcommands(build_parser())
-    assert set(RUN_FLAGS) == set(RUNS)
-    for method, flags in RUN_FLAGS.items():
-        assert set(flags) == set(RUNS[method].settings.names()), method
-        for name, where in flags.items():
-            if where is None:
-                continue
-            command, flag = where
-            parser = commands[command.split()[0]]
-            for word in command.split()[1:]:
-                parser = subcommands(parser)[word]
-            assert flag in {option for action in parser._actions for option in action.option_strings}, (method, name)
+
+def test_align_settings_are_the_aligner_s_plus_their_own_without_repeating_a_default():
+    from clirplug.train.align import AlignSettings
+
+    assert issubclass(AlignSettings, AlignConfig)
+    assert all(AlignSettings.__dataclass_fields__[name] is AlignConfig.__dataclass_fields__[name]
+               for name in AlignConfig.names())
+    assert (AlignConfig().model1_iterations, AlignConfig().iterations, AlignConfig().p0) == (5, 5, 0.08)
+    with pytest.raises(ClirplugError, match="p0: must be below 1.0, got 1.0"):
+        AlignConfig(p0=1.0)
+    with pytest.raises(ClirplugError, match="models.align.iterations: at least one EM iteration is needed"):
+        AlignSettings.from_mapping({"iterations": 0, "model1_iterations": 0}, "models.align")
+
+
+def test_bm25_settings_take_anserini_s_defaults_and_the_bm25_check():
+    from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+
+    assert SEARCH_ONLY["bm25"]() == SEARCH_ONLY["bm25"](k1=ANSERINI_K1, b=ANSERINI_B)
+    with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
+        SEARCH_ONLY["bm25"](b=2)
+
+
+@pytest.mark.parametrize("config, expected", [
+    ("clirplug/data/demo.yaml", {"bowfd": False, "bowfd+ltr": True, "bowfd-nolm": False}),
+    ("configs/manclir-de.yaml", {"bowfd": False, "bowfd+ltr": True, "bowfd+lex+ltr": True, "bowfd-nolm": False}),
+])
+def test_bowfd_learning_to_rank_has_one_default_and_the_shipped_configs_say_which_they_run(config, expected):
+    """ltr is a training option (default: on, as ``clirplug train bowfd``); BOW-FD runs without it say so."""
+    import yaml
+    from test_code_rules import REPO
+
+    from clirplug.train.bowfd import BowfdSettings
+
+    assert "ltr" not in RUNS["bowfd"].settings.names() and BowfdSettings().ltr is True
+    runs = yaml.safe_load((REPO / config).read_text(encoding="utf-8"))["runs"]
+    found = {}
+    for name, entry in runs.items():
+        entry = dict(entry or {})
+        if entry.pop("method", name) == "bowfd":
+            _, options = RUNS["bowfd"].read(entry, f"runs.{name}")
+            found[name] = BowfdSettings.from_mapping(options, f"runs.{name}").ltr
+    assert found == expected
