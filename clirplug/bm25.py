@@ -25,16 +25,20 @@ BOWFD_K1 = 1.2
 BOWFD_B = 0.75
 
 
-def check_bm25(k1: float, b: float) -> None:
+def check_bm25(k1: float, b: float, name_of=None) -> None:
     """Raise ``ClirplugError`` unless ``k1`` is finite and at least 0 and ``b`` lies in [0, 1].
 
     The one check of BM25's parameters, for every method that scores with them (bm25, dt,
-    dt-mira, psq, bowfd, mira training).
+    dt-mira, psq, bowfd, mira training); ``name_of(field)`` names the setting in the error
+    (``--k1``, ``config.yaml: bm25.k1``).
     """
+    def name(field):
+        return f"{name_of(field)}: BM25 {field}" if name_of else f"BM25 {field}"
+
     if not (math.isfinite(k1) and k1 >= 0):
-        raise ClirplugError(f"BM25 k1 must be a finite number >= 0, got {k1}")
+        raise ClirplugError(f"{name('k1')} must be a finite number >= 0, got {k1}")
     if not 0 <= b <= 1:
-        raise ClirplugError(f"BM25 b must lie in [0, 1], got {b}")
+        raise ClirplugError(f"{name('b')} must lie in [0, 1], got {b}")
 
 
 def length_norms(doc_lengths, avg_doc_length: float, k1: float, b: float):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
+from clirplug.fusion.tune import KAPPA_STEP
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
 from clirplug.train.boost import BoostSettings, train_boost
@@ -45,7 +46,7 @@ class Bm25Run(Settings):
     b: float = option(ANSERINI_B, "BM25 b, Anserini's by default")
 
     def validate(self, name_of=str) -> None:
-        check_bm25(self.k1, self.b)
+        check_bm25(self.k1, self.b, name_of)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class FusionRun(Settings):
 
     runs: tuple[str, ...] | None = option(None, "the two runs fused")
     fuser: object | None = option(None, "fusion method (default: borda), or a list of them chosen with kappa")
-    grid_step: float = option(0.05, "step of the kappa grid", above=0.0, high=1.0, metavar="STEP")
+    grid_step: float = option(KAPPA_STEP, "step of the kappa grid", above=0.0, high=1.0, metavar="STEP")
     measure: str = option("MAP", "measure maximized by kappa (an ir_measures name)")
 
 

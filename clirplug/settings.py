@@ -139,10 +139,6 @@ class Settings:
             raise ClirplugError(f"{where}: expected a mapping of setting -> value")
         return cls.from_values(mapping, lambda key: f"{where}.{key}")
 
-    def as_dict(self) -> dict:
-        """The settings as plain values (tuples as lists), for records and signatures."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
-
     def replace(self, **changes):
         """A copy with ``changes`` (checked)."""
         return dataclasses.replace(self, **changes)

@@ -290,7 +290,7 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     """Check the nested dict of a config and build an :class:`ExperimentConfig`."""
     from clirplug.eval.measures import parse_measures
     from clirplug.experiment.stages import check_models
-    from clirplug.methods import RUNS
+    from clirplug.methods import RUNS, Bm25Run
 
     unknown = sorted(set(raw) - set(DEFAULTS))
     if unknown:
@@ -367,10 +367,8 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         ray_address = _check_type(source, "ray_address", ray_address, str)
         if executor != "ray":
             raise _error(source, "ray_address", "needs executor: ray")
-    bm25 = values["bm25"]
-    if not isinstance(bm25, dict) or set(bm25) - {"k1", "b"}:
-        raise _error(source, "bm25", f"expected a mapping with k1 and b, got {bm25!r}")
-    bm25 = {key: _check_type(source, f"bm25.{key}", bm25.get(key, DEFAULTS["bm25"][key]), float) for key in ("k1", "b")}
+    bm25 = Bm25Run.from_mapping(values["bm25"], f"{source}: bm25")
+    bm25 = {"k1": bm25.k1, "b": bm25.b}
 
     models = check_models(values["models"], f"{source}: models")
     trans = values["translations"] or {}

@@ -2,8 +2,10 @@
 
 from clirplug.errors import ClirplugError
 
+KAPPA_STEP = 0.05  # the default step of the kappa grid (``fusion.grid_step``, ``fuse --grid-step``)
 
-def kappa_grid(step=0.05):
+
+def kappa_grid(step=KAPPA_STEP):
     """``0, step, 2 step, ..., 1`` (rounded to 10 decimals)."""
     if not 0 < step <= 1:
         raise ClirplugError(f"the kappa grid step must be in (0, 1], got {step}")
@@ -23,7 +25,7 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
     method : str
         A name of ``clirplug.fusion.FUSERS``.
     grid : sequence of float, optional
-        Kappa values, ``kappa_grid(0.05)`` by default.
+        Kappa values, ``kappa_grid()`` by default.
     depth : int
     measure : str
         Any name ``clirplug.eval.measures.evaluate`` knows.

@@ -79,4 +79,4 @@ class BowfdConfig(Settings):
                         choices=FIELDS)
 
     def validate(self, name_of=str) -> None:
-        check_bm25(self.k1, self.b)
+        check_bm25(self.k1, self.b, name_of)

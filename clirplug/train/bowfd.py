@@ -34,7 +34,7 @@ class BowfdSettings(LtrSettings):
     beam: int | None = option(None, "incoming edges considered per node (default: all)", low=1)
 
     def validate(self, name_of=str) -> None:
-        check_bm25(BOWFD_K1 if self.k1 is None else self.k1, BOWFD_B if self.b is None else self.b)
+        check_bm25(BOWFD_K1 if self.k1 is None else self.k1, BOWFD_B if self.b is None else self.b, name_of)
 
 
 def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, candidates: Path, field: str, output: Path,

@@ -23,7 +23,7 @@ class MiraSettings(Settings):
     b: float = option(ANSERINI_B, "BM25 b")
 
     def validate(self, name_of=str) -> None:
-        check_bm25(self.k1, self.b)
+        check_bm25(self.k1, self.b, name_of)
 
 
 def train_mira(model: Path, kind: str, index: Path, topics: Path, qrels: Path, field: str, output: Path,

@@ -7,7 +7,7 @@ import pytest
 
 from clirplug.cli.options import add_settings, settings_from_args
 from clirplug.errors import ClirplugError
-from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING
+from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING, Bm25Run
 from clirplug.mt.align_config import AlignConfig
 from clirplug.qt.psq_tables import PsqSettings
 from clirplug.rerank.config import BowfdConfig
@@ -84,7 +84,9 @@ def test_every_method_and_training_step_has_documented_valid_defaults_and_a_flag
     flags = {action.dest for action in parser._actions}
     assert set(cls.names()) <= flags
     assert settings_from_args(cls, parser.parse_args([])) == settings
-    assert cls.from_mapping(settings.as_dict(), "x") == settings
+    as_yaml = {f.name: list(v) if isinstance(v := getattr(settings, f.name), tuple) else v
+               for f in dataclasses.fields(cls)}  # as YAML would give them: lists, not tuples
+    assert cls.from_mapping(as_yaml, "x") == settings
 
 
 def test_training_commands_offer_every_setting_of_their_step():
@@ -184,3 +186,17 @@ def test_bowfd_learning_to_rank_has_one_default_and_the_shipped_configs_say_whic
             _, options = RUNS["bowfd"].read(entry, f"runs.{name}")
             found[name] = BowfdSettings.from_mapping(options, f"runs.{name}").ltr
     assert found == expected
+
+
+def test_an_experiments_bm25_mapping_is_read_into_bm25run_and_errors_name_the_key():
+    from pathlib import Path
+
+    import clirplug
+    from clirplug.experiment.config import validate
+
+    raw = {"name": "x", "collection": {"path": str(Path(clirplug.__file__).parent / "data" / "demo")}}
+    assert validate({**raw, "bm25": {"k1": 1}}, "cfg.yaml").bm25 == {"k1": 1.0, "b": Bm25Run().b}
+    with pytest.raises(ClirplugError, match=r"^cfg\.yaml: bm25\.b: BM25 b must lie in \[0, 1\], got 2\.0$"):
+        validate({**raw, "bm25": {"b": 2.0}}, "cfg.yaml")
+    with pytest.raises(ClirplugError, match=r"^cfg\.yaml: bm25\.c: unknown setting"):
+        validate({**raw, "bm25": {"c": 1}}, "cfg.yaml")
