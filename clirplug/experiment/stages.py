@@ -1143,7 +1143,7 @@ def _dense_searcher(ctx: Context, folder):
     return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, ctx.get("dense-model", load_model)))
 
 
-@stage_kind("dense-tune", version=2)
+@stage_kind("dense-tune", version=3)
 def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     """``words`` of a dense run: the tune split's queries searched in each grid value's vectors, the best kept
     (the first on ties); every value's measure goes in the first output, the query vectors (with their
