@@ -315,9 +315,8 @@ class BowfdSearcher(Reranker):
 
         if candidates is None:
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
-        translator = self.model.translator
-        translator.restrict_topics(topics, self.settings.field)
-        reranker = bowfd_reranker(translator, self.index, self.settings, self.weights, self.v, self.lm)
+        reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
+                                  topics=topics)
         frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
         frame = frame[frame["rank"] <= k]
         derivations = {}
@@ -478,8 +477,8 @@ class TranslationModel:
         settings = BowfdConfig() if settings is None else settings
         if str(index) not in self._indexes:
             self._indexes[str(index)] = LuceneIndex(index, progress=False)
-        self.translator.restrict_topics([Topic("q", query, query, query)], settings.field)
-        reranker = bowfd_reranker(self.translator, self._indexes[str(index)], settings, weights, v, lm)
+        reranker = bowfd_reranker(self.translator, self._indexes[str(index)], settings, weights, v, lm,
+                                  topics=[Topic("q", query, query, query)])
         records = reranker.derivations(query, [docid])
         if not records:
             raise ClirplugError(f"document {docid!r} is not in the index {index}")

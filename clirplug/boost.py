@@ -767,7 +767,7 @@ class BoostModel:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import sort_run
+        from clirplug.io.runs import add_latency, sort_run
 
         field = field or self.config.field
         wanted = None
@@ -779,8 +779,7 @@ class BoostModel:
             frame = self._topic_run(topic, collection, field, depth, None if wanted is None else wanted.get(topic.id, []))
             if frame is not None:
                 frames.append(frame)
-            if latencies is not None:
-                latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+            add_latency(latencies, topic.id, start)
         if not frames:
             return pd.DataFrame({"qid": [], "docid": [], "score": []})
         run = sort_run(pd.concat(frames, ignore_index=True))

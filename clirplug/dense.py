@@ -223,24 +223,15 @@ class DenseSearcher:
         """Search every ``qid -> text``; a run frame (:func:`clirplug.io.runs.run_frame`; with ``latencies``,
         each query's seconds are added to its entry, 0 when absent). A query in ``timed`` (:func:`embed_timed`)
         is not embedded again: its vector is searched and its embedding seconds count in its latency."""
-        from tqdm import tqdm
-
-        from clirplug.io.runs import run_frame
+        from clirplug.io.runs import search_each
 
         timed = timed or {}
-        ranked = []
-        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress, file=sys.stderr,
-                              leave=False):
-            start = time.perf_counter()
-            if qid in timed:
-                vector, embedding = timed[qid]
-                found = self.search_vector(vector, hits)
-            else:
-                embedding, found = 0.0, self.search(text, hits)
-            if latencies is not None:
-                latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start + embedding
-            ranked.append((qid, found))
-        return run_frame(ranked)
+
+        def search(qid, text):
+            return self.search_vector(timed[qid][0], hits) if qid in timed else self.search(text, hits)
+
+        return search_each(queries, search, progress=progress, latencies=latencies,
+                           extra={qid: seconds for qid, (_, seconds) in timed.items()})
 
 
 def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True):

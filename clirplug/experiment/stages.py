@@ -1163,7 +1163,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     values = {}
     for words, folder in zip(s["grid"], stage.inputs_from):
         searcher = _dense_searcher(ctx, folder)
-        run = run_frame((qid, searcher.search_vector(vector, s["hits"])) for qid, (vector, _) in timed.items())
+        run = searcher.search_all(queries, s["hits"], progress=False, timed=timed)
         values[words] = float(evaluate(judged, {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {values[words]:.4f}", file=sys.stderr, flush=True)
@@ -1188,7 +1188,7 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
     folder = tuned["folder"] if tuned else stage.inputs_from[0]
     searcher = _dense_searcher(ctx, folder)
     queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
-    timed = load_timed(stage.inputs_from[1]) if stage.settings.get("reuse") else None
+    timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None
     latencies = {}
     frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies,
                                 timed=timed)
@@ -1240,7 +1240,7 @@ def plan_dense(plan: Plan, spec, splits) -> None:
             split_settings, split_inputs = settings, inputs_from
             if s.grid is not None and split == c.tune_split:  # the tuning embedded these queries already
                 split_settings = {**settings, "reuse": True}
-                split_inputs = (inputs_from[0], plan.stages[tune].outputs[1], *inputs_from[1:])
+                split_inputs = (*inputs_from, plan.stages[tune].outputs[1])
             plan.run_stage({"name": spec.name, "method": "dense", "split": split, "field": fld}, "dense",
                            split_settings, inputs=(c.collection.topics(split),), deps=deps, inputs_from=split_inputs)
 

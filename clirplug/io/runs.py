@@ -8,6 +8,8 @@ column and reads each query that way (score descending, then docno descending, `
 """
 
 import math
+import sys
+import time
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
@@ -78,6 +80,12 @@ def read_run(path):
     return pd.DataFrame({name: pd.Series(values, dtype=dtypes[name]) for name, values in columns.items()})
 
 
+def add_latency(latencies: dict | None, key: str, start: float, extra: float = 0.0) -> None:
+    """Add the seconds since ``start`` (a ``time.perf_counter()``), plus ``extra``, to ``latencies[key]``
+    (0 when absent); nothing without ``latencies``. The per-query seconds of a run's sidecar."""
+    if latencies is not None:
+        latencies[key] = latencies.get(key, 0.0) + time.perf_counter() - start + extra
+
 def run_frame(ranked):
     """A run frame (:data:`RUN_COLUMNS`) of ranked lists: ``(qid, [(docid, score), ...])`` pairs, each list
     best first; ranks count from 1 within each list."""
@@ -86,6 +94,21 @@ def run_frame(ranked):
     rows = [(qid, docid, rank, score) for qid, hits in ranked for rank, (docid, score) in enumerate(hits, 1)]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
+
+def search_each(queries, search, *, desc: str = "searching", progress: bool = True, latencies: dict | None = None,
+                extra=None):
+    """A run frame of ``search(qid, query)`` (ranked ``(docid, score)`` pairs) for every ``qid -> query``, with a
+    progress bar; with ``latencies``, each query's seconds, plus its ``extra`` seconds, are added to its entry."""
+    from tqdm import tqdm
+
+    extra = extra or {}
+    ranked = []
+    for qid, query in tqdm(queries.items(), desc=desc, unit=" queries", disable=not progress, file=sys.stderr,
+                           leave=False):
+        start = time.perf_counter()
+        ranked.append((qid, search(qid, query)))
+        add_latency(latencies, qid, start, extra.get(qid, 0.0))
+    return run_frame(ranked)
 
 def _as_frame(run):
     """A copy of ``run`` (DataFrame with qid, docid, score, or {qid: {docid: score}}) as a frame."""

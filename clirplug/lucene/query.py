@@ -11,7 +11,7 @@ checked against.
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.lucene._jvm import jcast, jclass
 from clirplug.lucene.index import FIELD, check_index, open_reader
-from clirplug.lucene.search import analyzer_for
+from clirplug.lucene.search import analyzer_for, bm25_index_searcher
 
 
 def term_query(term: str, field: str = FIELD):
@@ -61,8 +61,7 @@ class LuceneScores:
     def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
         check_bm25(k1, b)
         self._reader = open_reader(check_index(index))
-        self._searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
-        self._searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+        self._searcher = bm25_index_searcher(self._reader, k1, b)
 
     def count(self, query) -> int:
         """How many documents match ``query``."""

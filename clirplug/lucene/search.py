@@ -8,14 +8,12 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
-import sys
-import time
 from collections.abc import Mapping
 
 import numpy as np
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
-from clirplug.io.runs import run_frame
+from clirplug.io.runs import search_each
 from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import FIELD, ID_FIELD, check_index, index_metadata, open_reader
@@ -51,6 +49,12 @@ def anserini_score_ties(scores) -> np.ndarray:
     return adjusted
 
 
+def bm25_index_searcher(reader, k1: float, b: float):
+    """Lucene's ``IndexSearcher`` over ``reader`` scoring with ``BM25Similarity(k1, b)``."""
+    searcher = jclass("org.apache.lucene.search.IndexSearcher")(reader)
+    searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+    return searcher
+
 class Bm25Searcher:
     """BM25 over one Lucene index with the analyzer the index was built with."""
 
@@ -60,8 +64,7 @@ class Bm25Searcher:
         self.language = index_metadata(self.index)["language"]
         self.k1, self.b = k1, b
         self._reader = open_reader(self.index)
-        self._searcher = jclass("org.apache.lucene.search.IndexSearcher")(self._reader)
-        self._searcher.setSimilarity(jclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b)))
+        self._searcher = bm25_index_searcher(self._reader, k1, b)
         self._analyzer = analyzer_for(self.language)
         self._generator = jclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
         # SimpleSearcher.BREAK_SCORE_TIES_BY_DOCID, built here: loading SimpleSearcher costs over a second
@@ -92,16 +95,7 @@ class Bm25Searcher:
 
         With ``latencies``, each query's search seconds are added to its entry (0 when absent).
         """
-        from tqdm import tqdm
-
-        ranked = []
-        for qid, text in tqdm(queries.items(), desc="searching", unit=" queries", disable=not progress,
-                              file=sys.stderr, leave=False):
-            start = time.perf_counter()
-            ranked.append((qid, self.search(text, hits)))
-            if latencies is not None:
-                latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start
-        return run_frame(ranked)
+        return search_each(queries, lambda qid, text: self.search(text, hits), progress=progress, latencies=latencies)
 
     def close(self):
         self._reader.close()

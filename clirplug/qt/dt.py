@@ -34,13 +34,14 @@ def dt_queries(topics, field: str, translator, stopwords: Iterable[str] = (), pr
 
     from tqdm import tqdm
 
+    from clirplug.io.runs import add_latency
+
     translator.restrict_topics(topics, field)
     queries = {}
     for topic in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr):
         start = time.perf_counter()
         queries[topic.id] = translate_query(translator, topic, field, stopwords)
-        if latencies is not None:
-            latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+        add_latency(latencies, topic.id, start)
     return queries
 
 

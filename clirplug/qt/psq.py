@@ -27,7 +27,6 @@ at least one translation term.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import scipy.sparse as sp
 
 from clirplug import bm25
 from clirplug.errors import ClirplugError
-from clirplug.io.runs import run_frame
+from clirplug.io.runs import add_latency, search_each
 from clirplug.lucene.reader import LuceneIndex
 from clirplug.qt.psq_tables import PsqSettings
 
@@ -242,8 +241,7 @@ def psq_queries(source: PsqSource, topics, builder, tokenize,
     for topic in topics:
         start = time.perf_counter()
         queries[topic.id] = builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize))
-        if latencies is not None:
-            latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+        add_latency(latencies, topic.id, start)
     return queries
 
 
@@ -258,16 +256,8 @@ def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, fl
                progress: bool = True, latencies: dict[str, float] | None = None):
     """A run frame (:func:`clirplug.io.runs.run_frame`) of PSQ for ``qid -> distributions``; with
     ``latencies``, each query's search seconds are added to its entry (0 when absent)."""
-    from tqdm import tqdm
-
-    ranked = []
-    for qid, dists in tqdm(queries.items(), desc="PSQ", unit=" queries", disable=not progress, file=sys.stderr,
-                           leave=False):
-        start = time.perf_counter()
-        ranked.append((qid, scorer.search(dists, hits)))
-        if latencies is not None:
-            latencies[qid] = latencies.get(qid, 0.0) + time.perf_counter() - start
-    return run_frame(ranked)
+    return search_each(queries, lambda qid, dists: scorer.search(dists, hits), desc="PSQ", progress=progress,
+                       latencies=latencies)
 
 
 def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = None, hits: int = 1000,

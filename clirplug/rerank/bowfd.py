@@ -446,7 +446,7 @@ class BowFD:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import SCORED_COLUMNS, sort_run
+        from clirplug.io.runs import SCORED_COLUMNS, add_latency, sort_run
 
         field = field or self.config.field
         ranked = sort_run(candidates)
@@ -459,8 +459,7 @@ class BowFD:
             total += len(groups[topic.id])
             missing.extend((topic.id, d) for d in groups[topic.id] if d not in self._row)
             rows.extend(self._topic_rows(topic, groups[topic.id], field, explain))
-            if latencies is not None:
-                latencies[topic.id] = latencies.get(topic.id, 0.0) + time.perf_counter() - start
+            add_latency(latencies, topic.id, start)
         if missing:
             what = (f"{len(missing)} of {total} candidate documents are not in the index "
                     f"(first: {missing[0][1]!r} of topic {missing[0][0]!r})")
@@ -548,16 +547,19 @@ class NoLMForests:
 
 
 def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weights=None, v: float | None = None,
-                   lm: bool = True, progress: bool = False) -> BowFD:
+                   lm: bool = True, progress: bool = False, topics=None) -> BowFD:
     """The :class:`BowFD` of a loaded :class:`~clirplug.mt.translator.Translator` and ``index`` (a
     :class:`~clirplug.lucene.reader.LuceneIndex`, or a path opened after the weights are read);
     ``weights``, ``v`` and ``lm`` as in :func:`rerank_run`.
 
-    Without ``lm``, the -LM forests are decoded with the rules of the translator's restriction at this
-    call: restrict it to the queries first.
+    With ``topics``, the queries to be reranked, the translator is first restricted to their
+    ``config.field`` sentences: without ``lm``, the -LM forests are decoded with the rules of the
+    translator's restriction at this call.
     """
     from clirplug.lucene.reader import LuceneIndex
 
+    if topics is not None:
+        translator.restrict_topics(topics, config.field)
     if weights is not None:
         loaded = BowfdWeights.load(weights, translator.feature_names)
         loaded.smt = {**translator.weights, **loaded.smt}
@@ -606,10 +608,8 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
     """
     from clirplug.mt.translator import Translator
 
-    config.check()
     translator = model if isinstance(model, Translator) else Translator(model, kind=kind, src_lang=src_lang)
-    translator.restrict_topics(topics, config.field)
-    reranker = bowfd_reranker(translator, index, config, weights, v, lm, progress)
+    reranker = bowfd_reranker(translator, index, config, weights, v, lm, progress, topics)
     if explain is not None:
         with atomic_open(explain) as handle:
             return reranker.rerank(topics, candidates, depth, progress=progress, explain=handle, latencies=latencies)
