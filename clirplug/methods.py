@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
+from clirplug.mt import KINDS
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
 from clirplug.train.boost import BoostSettings, train_boost
 from clirplug.train.bowfd import BowfdSettings, train_bowfd
-from clirplug.train.grammar import KINDS, GrammarSettings, train_grammar
+from clirplug.train.grammar import GrammarSettings, train_grammar
 from clirplug.train.lm import LmSettings, train_lm
 from clirplug.train.mira import MiraSettings, train_mira
 from clirplug.train.weights import WeightsSettings, train_weights

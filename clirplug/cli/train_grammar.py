@@ -10,7 +10,7 @@ HELP = "extract a flat phrase table or a hierarchical (Hiero) grammar from an al
 def add_arguments(parser):
     from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
-    from clirplug.mt.grammar import KINDS
+    from clirplug.mt import KINDS
     from clirplug.train.grammar import GrammarSettings
 
     data = parser.add_argument_group("data")

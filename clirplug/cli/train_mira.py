@@ -7,7 +7,7 @@ def add_arguments(parser):
     from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
-    from clirplug.mt.grammar import KINDS
+    from clirplug.mt import KINDS
     from clirplug.train.mira import MiraSettings
 
     parser.add_argument("--model", required=True, metavar="DIR", help="translation model folder (see docs/models.md)")

@@ -10,7 +10,7 @@ QUERY_INPUTS = {"title": ("corpus",), "desc": ("bitext_src", "bitext_tgt", "bite
 def add_arguments(parser):
     from clirplug.cli import add_output
     from clirplug.cli.options import add_settings
-    from clirplug.mt.grammar import KINDS
+    from clirplug.mt import KINDS
     from clirplug.train.weights import WeightsSettings
 
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")

@@ -33,7 +33,7 @@ FORMATS = ("text", "tsv", "jsonl")
 
 def add_arguments(parser):
     from clirplug.io.topics import FIELDS
-    from clirplug.mt.grammar import KINDS
+    from clirplug.mt import KINDS
 
     parser.add_argument("--model", required=True, metavar="DIR", help="model folder (see docs/models.md)")
     parser.add_argument("--input", required=True, metavar="FILE",

@@ -35,7 +35,6 @@ _NUMBER = r"[-+]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+"
 _FEATURES = re.compile(rf" *+(?:(?:[^\s=]++=)?+{_NUMBER}(?: ++|$))*+")
 _LINKS = re.compile(r" *+(?:\d++-\d++(?: ++|$))*+")
 FIELD_SEPARATOR = " ||| "
-KINDS = ("hiero", "flat")  # the grammars of a model: hierarchical rules or flat phrase pairs (docs/models.md)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from clirplug.atomic import atomic_open
 from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
+from clirplug.mt import KINDS
 from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
-from clirplug.mt.grammar import KINDS, Rule, SourcePhrases, format_rule, parse_rule, read_grammar
+from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph
 from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel

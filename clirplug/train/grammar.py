@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.grammar import KINDS
+from clirplug.mt import KINDS
 from clirplug.settings import Settings, option
 
 
