@@ -6,8 +6,8 @@ HELP = "answer searches over HTTP (JSON at /search, a search page at /) with an 
 
 
 def add_arguments(parser):
-    from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
-    from clirplug.mt.grammar import KINDS
+    from clirplug.cli.options import add_settings
+    from clirplug.methods import Bm25Run, DtRun
     from clirplug.serve.service import METHODS
 
     parser.epilog = method_list("methods (--method)", METHODS) + (
@@ -17,11 +17,10 @@ def add_arguments(parser):
     parser.add_argument("--method", default="bm25", choices=list(METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one)")
-    parser.add_argument("--k1", type=float, default=ANSERINI_K1, help=f"BM25 k1 (default: Anserini's {ANSERINI_K1})")
-    parser.add_argument("--b", type=float, default=ANSERINI_B, help=f"BM25 b (default: Anserini's {ANSERINI_B})")
+    add_settings(parser, Bm25Run)
     model = parser.add_argument_group("translation (dt, psq, bowfd)")
     model.add_argument("--model", metavar="DIR", help="model folder trained by 'clirplug train' (docs/models.md)")
-    model.add_argument("--kind", default="hiero", choices=KINDS, help="grammar of the model (default: hiero)")
+    add_settings(model, DtRun, only=("kind",))
     add_src_lang(model, "query language, for tokenization (default: de)")
     model.add_argument("--psq", default="", metavar="SPEC", help="psq: the PSQ options, as 'clirplug search --psq'")
     model.add_argument("--stopwords", metavar="FILE", help="dt, bowfd: target-language stopwords removed from the 1-best")
@@ -43,9 +42,10 @@ def _require_web_stack():
 
 
 def run(args):
-    from clirplug.bm25 import check_bm25
+    from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
     from clirplug.lucene.index import check_index
+    from clirplug.methods import Bm25Run
     from clirplug.qt.psq_tables import PsqSettings
     from clirplug.serve.service import SearchService
     from clirplug.stopwords import read_stopwords
@@ -57,7 +57,7 @@ def run(args):
         raise ClirplugError(f"--port must be from 0 to 65535, got {args.port}")
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
-    check_bm25(args.k1, args.b)
+    settings_from_args(Bm25Run, args)
     check_index(args.index)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once
     service = SearchService(args.method, args.index, args.model, kind=args.kind, src_lang=args.src_lang, k1=args.k1,

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
 from clirplug.executor import EXECUTORS
 from clirplug.lucene.languages import LANGUAGES
@@ -41,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "fields": ["title", "desc"],
     "measures": ["MAP", "nDCG", "PRES@1000"],
     "hits": 1000,
-    "bm25": {"k1": ANSERINI_K1, "b": ANSERINI_B},
+    "bm25": None,  # Bm25Run's defaults (Anserini's)
     "baseline": "dt",
     "jobs": 1,
     "executor": "local",

@@ -159,9 +159,7 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
     one Ray instance for the whole run (started here, or the cluster's).
     """
     log = log or sys.stderr
-    jobs = jobs or config.jobs
-    if jobs < 1:
-        raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
+    jobs = config.jobs if jobs is None else jobs  # ExecutorSettings refuses fewer than 1
     executor = executor or config.executor
     workers = ExecutorSettings(executor, jobs, ray_address or (config.ray_address if executor == "ray" else None))
     if config.root.exists() and not config.root.is_dir():

@@ -220,7 +220,7 @@ class LuceneIndex:
             record = json.loads(raw)
         except json.JSONDecodeError:  # a raw document of another Anserini collection type
             return raw
-        return record.get("contents", raw) if isinstance(record, dict) else raw
+        return record.get(FIELD, raw) if isinstance(record, dict) else raw
 
     def idf(self, df) -> np.ndarray:
         """Lucene's BM25 idf of document frequencies ``df`` in this index (:func:`clirplug.bm25.idf`)."""

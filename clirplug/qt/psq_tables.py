@@ -360,9 +360,10 @@ class PsqSettings(Settings):
             raise ClirplugError(f"{name_of('lambdas')}: the weights sum to 0")
         object.__setattr__(self, "lambdas", tuple(w / total for w in self.lambdas))
 
-    @property
+    @cached_property
     def weights(self) -> dict[str, float]:
-        """λ of each component of :data:`COMPONENTS` (token, grammar, nbest), summing to 1."""
+        """λ of each component of :data:`COMPONENTS` (token, grammar, nbest), summing to 1 (built once; read it,
+        never change it)."""
         return dict(zip(COMPONENTS, self.lambdas))
 
     @classmethod

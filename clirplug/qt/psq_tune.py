@@ -15,8 +15,6 @@ from pathlib import Path
 from clirplug.errors import ClirplugError
 from clirplug.qt.psq_tables import COMPONENTS, PSQ_KEYS, PsqBuilder, PsqSettings
 
-GRID_KEYS = tuple(PSQ_KEYS)  # every --psq option can be a grid axis
-
 
 class Builders:
     """PsqBuilders for any settings, sharing the loaded model parts and the per-sentence tables.
@@ -66,8 +64,8 @@ def grid_axes(grid: dict, where: str = "grid") -> list[tuple[str, list[str]]]:
         raise ClirplugError(f"{where}: expected a mapping of --psq option -> list of values")
     axes = []
     for key, values in grid.items():
-        if key not in GRID_KEYS:
-            raise ClirplugError(f"{where}.{key}: unknown --psq option (known: {', '.join(GRID_KEYS)})")
+        if key not in PSQ_KEYS:  # every --psq option can be a grid axis
+            raise ClirplugError(f"{where}.{key}: unknown --psq option (known: {', '.join(PSQ_KEYS)})")
         if not isinstance(values, list) or not values:
             raise ClirplugError(f"{where}.{key}: expected a non-empty list of values, got {values!r}")
         texts = []

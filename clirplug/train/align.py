@@ -87,7 +87,6 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
     for path in (src, tgt, dictionary):
         if path is not None and not path.is_file():
             raise ClirplugError(f"{path}: no such file")
-    config = AlignConfig.from_values({name: getattr(settings, name) for name in AlignConfig.names()})
     out.mkdir(parents=True, exist_ok=True)
     stages = Stages(out, force)
     split = settings.compound_split if settings.compound_split is not None else src_lang in COMPOUND_LANGUAGES
@@ -134,7 +133,7 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
                [corpus_src, corpus_tgt, dict_src, dict_tgt], prepare)
 
     # 3-4. both directions
-    record = {**vars(config), "lex_min_prob": settings.lex_min_prob}
+    record = {**{name: getattr(settings, name) for name in AlignConfig.names()}, "lex_min_prob": settings.lex_min_prob}
     corpus_files = [corpus_src, corpus_tgt, dict_src, dict_tgt]
     for name, given, predicted, table_name in (
         ("fwd", (corpus_src, dict_src), (corpus_tgt, dict_tgt), "lex.e_given_f"),
@@ -148,14 +147,14 @@ def train_align(src: Path, tgt: Path, out: Path, settings: AlignSettings = Align
             lines = len(conditioning)
             conditioning += read_tokens(given[1])
             generated += read_tokens(predicted[1])
-            bar = tqdm(total=config.model1_iterations + config.iterations, desc=f"align {name}",
+            bar = tqdm(total=settings.model1_iterations + settings.iterations, desc=f"align {name}",
                        disable=not progress)
 
             def report(stats):
                 bar.set_postfix(model=stats.model, loglik=f"{stats.log_likelihood:.4g}", tension=f"{stats.tension:.3g}")
                 bar.update()
 
-            result = train(conditioning, generated, config, report)
+            result = train(conditioning, generated, settings, report)
             bar.close()
             table = result.model.table(settings.lex_min_prob)
             table.save_text(out / f"{table_name}.txt")

@@ -4,10 +4,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirplug.bm25 import BOWFD_B, BOWFD_K1, check_bm25
+from clirplug.bm25 import BOWFD_B, BOWFD_K1
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings
-from clirplug.rerank.config import LtrSettings
+from clirplug.rerank.config import BowfdConfig, LtrSettings
 from clirplug.settings import option
 
 V_GRID = (0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2)
@@ -34,7 +34,12 @@ class BowfdSettings(LtrSettings):
     beam: int | None = option(None, "incoming edges considered per node (default: all)", low=1)
 
     def validate(self, name_of=str) -> None:
-        check_bm25(BOWFD_K1 if self.k1 is None else self.k1, BOWFD_B if self.b is None else self.b, name_of)
+        self.scoring(name_of=name_of)
+
+    def scoring(self, field: str = "title", name_of=str) -> BowfdConfig:
+        """The BOW-FD scoring options: the given k1, b and beam, :class:`BowfdConfig`'s defaults for the others."""
+        given = {name: value for name in ("k1", "b", "beam") if (value := getattr(self, name)) is not None}
+        return BowfdConfig.from_values({**given, "field": field}, name_of)
 
 
 def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, candidates: Path, field: str, output: Path,
@@ -53,7 +58,7 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     from clirplug.io.topics import read_topics, topic_field
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
-    from clirplug.rerank.bowfd import DEFAULT_V, BowFD, BowfdConfig, BowfdWeights
+    from clirplug.rerank.bowfd import DEFAULT_V, BowFD, BowfdWeights
     from clirplug.rerank.bowfd_train import (
         FeatureSpace,
         HeldOut,
@@ -71,8 +76,7 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     translators = [Translator(model, kind=kind) for model in model_dirs]
     start = BowfdWeights(smt=dict(translators[0].weights), v=settings.v if settings.v is not None else DEFAULT_V,
                          lex_enabled=settings.lex)
-    scoring = BowfdConfig(k1=settings.k1 if settings.k1 is not None else BOWFD_K1,
-                          b=settings.b if settings.b is not None else BOWFD_B, beam=settings.beam, field=field)
+    scoring = settings.scoring(field)
     reader = LuceneIndex(index, progress=progress)
     judged = {qid: dict(zip(group["docid"], group["relevance"].astype(int)))
               for qid, group in read_qrels(qrels).groupby("qid")}
