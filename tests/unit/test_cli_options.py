@@ -60,17 +60,15 @@ def test_required_output_is_satisfied_by_its_old_name():
         parse(["search", "--topics", "t.jsonl"])  # neither --output nor --out
 
 
-@pytest.mark.parametrize("step", ["align", "grammar", "lm", "weights", "boost", "bowfd", "mira"])
+@pytest.mark.parametrize("step", sorted(TRAINING))
 def test_every_training_step_writes_to_output_and_takes_out_as_a_hidden_name(step, capsys, monkeypatch):
     text = help_text(capsys, monkeypatch, "train", step)
     assert "--output" in text and not re.search(r"--out\b(?!put)", text)
-    subparsers = [a for a in build_parser()._actions if a.choices and "train" in a.choices]
-    train = subparsers[0].choices["train"]
-    steps = next(a for a in train._actions if a.choices and step in a.choices).choices[step]
-    assert steps._option_string_actions["--out"] is steps._option_string_actions["--output"]
+    options = _options(f"train {step}")
+    assert options["--out"] is options["--output"]
 
 
-# (experiment and demo, which runs it, are left out: their --jobs counts stage processes, not a command's threads)
+# (experiment and demo, which runs it, are left out: their --threads counts stage processes, not a command's threads)
 @pytest.mark.parametrize("command", sorted(REQUIRED) + ["index", "eval"])
 def test_help_shows_each_shared_option_under_its_current_name_only(command, capsys, monkeypatch):
     text = help_text(capsys, monkeypatch, command)
@@ -161,11 +159,16 @@ def _subcommands(parser):
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
 
 
-def _action(command: str, flag: str):
+def _options(command: str) -> dict:
+    """The option strings of ``command``'s parser (``"train bowfd"``), each with its action."""
     parser = build_parser()
     for word in command.split():
         parser = _subcommands(parser)[word]
-    return parser._option_string_actions[flag]
+    return parser._option_string_actions
+
+
+def _action(command: str, flag: str):
+    return _options(command)[flag]
 
 
 def _flag_spec(action):

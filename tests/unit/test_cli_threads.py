@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from test_cli_options import _options
 
 from clirplug.cli import build_parser, main
 
@@ -16,12 +17,6 @@ COMMANDS = {
     ("experiment",): (["exp.yaml"], None),
     ("demo",): ([], None),
 }
-
-
-def _subparser(parser, *command):
-    for name in command:
-        parser = next(a for a in parser._actions if a.choices and name in a.choices).choices[name]
-    return parser
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -41,7 +36,7 @@ def test_jobs_parses_as_threads(command):
     assert parser.parse_args([*command, *required]).threads == default
     assert parser.parse_args([*command, *required, "--threads", "3"]).threads == 3
     assert parser.parse_args([*command, *required, "--jobs", "4"]).threads == 4
-    options = _subparser(parser, *command)._option_string_actions
+    options = _options(" ".join(command))
     assert options["--jobs"] is options["--threads"]
     assert "jobs" not in vars(parser.parse_args([*command, *required]))
 
