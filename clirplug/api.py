@@ -311,6 +311,7 @@ class BowfdSearcher(Reranker):
         self.index = LuceneIndex(index, progress=False)
 
     def rescore(self, topics, candidates, k: int, progress: bool):
+        from clirplug.io.topics import topic_field
         from clirplug.rerank.bowfd import bowfd_reranker
 
         if candidates is None:
@@ -322,7 +323,7 @@ class BowfdSearcher(Reranker):
         derivations = {}
         for topic in topics:
             docids = frame.loc[frame["qid"] == topic.id, "docid"].tolist()
-            for record in reranker.derivations(topic.title, docids) if docids else []:
+            for record in reranker.derivations(topic_field(topic, self.settings.field), docids) if docids else []:
                 derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
         return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
 

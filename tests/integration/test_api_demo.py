@@ -174,3 +174,16 @@ def test_a_pyterrier_pipeline_writes_the_experiments_run(runs, tmp_path):
     assert (results.groupby("qid")["rank"].min() == 0).all()  # PyTerrier ranks from 0
     write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.title")
     assert (tmp_path / "pt.trec").read_bytes() == runs.run("title", "bowfd").read_bytes()
+
+
+def test_a_bowfd_runs_translations_are_the_derivations_of_its_field(runs):
+    """Topics with a title and a desc, reranked on desc: each hit's translation is its desc derivation's yield."""
+    searcher, _ = runs.method("bowfd", "desc")
+    topics = [t for t in read_topics(runs.topics) if t.title.strip() != t.desc.strip()][:2]
+    frame = searcher.run(topics, k=3)
+    assert len(frame) > 0
+    for topic in topics:
+        hits = frame[frame["qid"] == topic.id]
+        records = searcher.model.derivation(topic_field(topic, "desc"), hits["docid"].iloc[0], runs.index,
+                                            BowfdConfig(field="desc"), weights=runs.weights("desc"))
+        assert hits["translation"].iloc[0] == " ".join(s["yield"] for s in records["sentences"])
