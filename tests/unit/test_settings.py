@@ -16,7 +16,7 @@ from clirplug.settings import Settings, option
 pytestmark = pytest.mark.cli
 
 ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()] \
-    + list(SEARCH_ONLY.values()) + [PsqSettings, BowfdConfig, AlignConfig]
+    + [method.settings for method in SEARCH_ONLY.values()] + [PsqSettings, BowfdConfig, AlignConfig]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,9 +161,10 @@ def test_align_settings_are_the_aligner_s_plus_their_own_without_repeating_a_def
 def test_bm25_settings_take_anserini_s_defaults_and_the_bm25_check():
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 
-    assert SEARCH_ONLY["bm25"]() == SEARCH_ONLY["bm25"](k1=ANSERINI_K1, b=ANSERINI_B)
+    bm25 = SEARCH_ONLY["bm25"].settings
+    assert bm25() == bm25(k1=ANSERINI_K1, b=ANSERINI_B)
     with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
-        SEARCH_ONLY["bm25"](b=2)
+        bm25(b=2)
 
 
 @pytest.mark.parametrize("config, expected", [
