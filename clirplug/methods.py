@@ -92,7 +92,11 @@ class BowfdRun(Settings):
     candidates: str = option("dt", "run whose documents are reranked")
     kind: str = GRAMMAR
     lm: bool = option(True, "the language model feature (false: the report's ablation)")
-    depth: int = option(100, "candidates reranked per topic", low=1)
+    # Not the training's depth (BowfdSettings.depth), which an entry cannot set: the experiment trains with
+    # its default whatever the run's depth (the demo reranks 50, trained with 100); passing this one
+    # instead would change the demo's weights and runs.
+    depth: int = option(100, "candidates reranked per topic (the training keeps BowfdSettings.depth's default)",
+                        low=1)
 
 
 @dataclass(frozen=True)
