@@ -155,16 +155,16 @@ class RunMethod:
         module, name = self.library.split(":")
         return getattr(importlib.import_module(module), name)
 
-    def read(self, mapping: dict, where: str) -> tuple[Settings, dict]:
-        """The entry's settings and its training options (checked, key-sorted) from a ``runs:`` mapping."""
+    def read(self, mapping: dict, where: str) -> tuple[Settings, dict, Settings | None]:
+        """From a ``runs:`` mapping: the entry's settings, its training options as written (key-sorted, for the
+        training stage's settings) and the training step's settings read from them (None without a step)."""
         own = {key: value for key, value in mapping.items() if key in self.settings.names() or self.training is None}
         training = {key: value for key, value in mapping.items() if key not in own}
         for key in training:
             if key in self.fixed:
                 raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
-        if self.training is not None:
-            self.training.settings.from_mapping(training, where)
-        return self.settings.from_mapping(own, where), dict(sorted(training.items()))
+        trained = None if self.training is None else self.training.settings.from_mapping(training, where)
+        return self.settings.from_mapping(own, where), dict(sorted(training.items())), trained
 
 
 RUNS: dict[str, RunMethod] = {

@@ -1086,10 +1086,7 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
 
     With cross-fitting, the training forests of each fold's topics come from that fold's model.
     """
-    from clirplug.train.bowfd import BowfdSettings
-
-    c, s = plan.config, spec.settings
-    training = BowfdSettings.from_mapping(spec.options, f"runs.{spec.name}")
+    c, s, training = plan.config, spec.settings, spec.training
     options = {key: value for key, value in spec.options.items() if key not in ("ltr", "lex")}  # the reranker's
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
