@@ -318,8 +318,9 @@ class BowfdSearcher(Reranker):
         Where the candidates come from (without it, only :meth:`rerank` works).
     settings : BowfdConfig, optional
         BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's).
-    weights : path, optional
-        Weights from ``clirplug train bowfd`` (default: the model's decoder weights and ``v`` on every term).
+    weights : path or BowfdWeights, optional
+        Weights from ``clirplug train bowfd``, or them loaded (default: the model's decoder weights and ``v``
+        on every term).
     v : float, optional
         Overrides the weights' IR default weight.
     lm : bool

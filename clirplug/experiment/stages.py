@@ -682,11 +682,11 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     options = s["options"]
     config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
                          field=stage.run["field"])
+    weights = BowfdWeights.load(weights_path, translator.feature_names)
     latencies: dict[str, float] = {}
     frame = rerank_run(read_topics(s["topics"]), read_run(candidates_path), model=translator, index=index,
-                       config=config, weights=weights_path, lm=s["lm"], depth=s["depth"], progress=ctx.progress,
+                       config=config, weights=weights, lm=s["lm"], depth=s["depth"], progress=ctx.progress,
                        latencies=latencies)
-    weights = BowfdWeights.load(weights_path)
     return write_run_with_sidecar(stage, frame, latencies,
                                   tuned={"v": weights.v, "ir_weights": len(weights.ir), "lex_weights": len(weights.lex),
                                          "weights_file": str(weights_path)})
