@@ -672,16 +672,15 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.io.topics import read_topics
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
-    from clirplug.rerank.bowfd import BowfdConfig, BowfdWeights, rerank_run
+    from clirplug.rerank.bowfd import BowfdWeights, rerank_run
+    from clirplug.train.bowfd import BowfdSettings
 
     s = stage.settings
     weights_path, candidates_path = stage.inputs_from[:2]  # then, for a fold, its topics
     translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
                          lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
     index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
-    options = s["options"]
-    config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
-                         field=stage.run["field"])
+    config = BowfdSettings.from_mapping(s["options"], f"runs.{stage.run['name']}").scoring(stage.run["field"])
     weights = BowfdWeights.load(weights_path, translator.feature_names)
     latencies: dict[str, float] = {}
     frame = rerank_run(read_topics(s["topics"]), read_run(candidates_path), model=translator, index=index,
