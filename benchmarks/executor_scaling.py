@@ -62,14 +62,13 @@ def main():
                 with tempfile.TemporaryDirectory(prefix="clirplug-model-") as folder:
                     model = cold_model(Path(args.model), Path(folder))
                     start = time.perf_counter()
-                    translated, _ = translate_topics(topics, model, args.kind, args.lang, args.field, None,
-                                                     ExecutorSettings(executor, jobs))
+                    texts, _, _ = translate_topics(topics, model, args.kind, args.lang, args.field, None,
+                                                   ExecutorSettings(executor, jobs))
                     seconds = time.perf_counter() - start
             finally:
                 if executor == "ray":
                     with native_signal_handlers_kept():
                         ray.shutdown()
-            texts = [text for text, _ in translated]
             first = first or texts
             print(f"| {executor} | {jobs} | {started:.1f} | {seconds:.1f} | {len(topics) / seconds:.2f} | "
                   f"{'yes' if texts == first else 'NO'} |", flush=True)

@@ -11,6 +11,7 @@ from clirplug.errors import ClirplugError
 
 __version__ = "0.1.0"
 __all__ = [
+    "Bm25Run",
     "BoostSearcher",
     "BowfdConfig",
     "BowfdSearcher",
@@ -30,6 +31,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DtSearcher", "FusionSearcher", "Hit", "LuceneSearcher",
                      "PsqSearcher", "Searcher", "TranslationModel"], "clirplug.api"),
+    "Bm25Run": "clirplug.methods",
     "BowfdConfig": "clirplug.rerank.config",
     "PsqSettings": "clirplug.qt.psq_tables",
 }

@@ -26,7 +26,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
 
@@ -62,6 +61,20 @@ def _at_least_one(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ClirplugError(f"{name} must be a whole number of at least 1, got {value!r}")
     return value
+
+
+def _bm25(bm25, k1: float | None, b: float | None):
+    """The searcher's BM25 settings: ``bm25`` (a :class:`~clirplug.methods.Bm25Run`), or Pyserini's ``k1=``
+    and ``b=`` made into one (Anserini's defaults for those not given), checked there."""
+    from clirplug.methods import Bm25Run
+
+    if bm25 is None:
+        return Bm25Run.from_values({name: value for name, value in (("k1", k1), ("b", b)) if value is not None})
+    if not isinstance(bm25, Bm25Run):
+        raise ClirplugError(f"bm25 must be a Bm25Run, got {bm25!r}")
+    if k1 is not None or b is not None:
+        raise ClirplugError("give BM25's parameters as bm25=Bm25Run(...) or as k1= and b=, not both")
+    return bm25
 
 
 def _check_field(field: str) -> str:
@@ -143,13 +156,23 @@ class Searcher:
 
 
 class LuceneSearcher(Searcher):
-    """BM25 of the untranslated query over a Lucene index (``clirplug search --method bm25``), as Pyserini's."""
+    """BM25 of the untranslated query over a Lucene index (``clirplug search --method bm25``), as Pyserini's.
 
-    def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+    Parameters
+    ----------
+    index : path
+    k1, b : float, optional
+        BM25 parameters, as Pyserini takes them (Anserini's by default).
+    bm25 : Bm25Run, optional
+        The same as one settings object (``clirplug.Bm25Run(k1=1.2, b=0.75)``), instead of ``k1`` and ``b``.
+    """
+
+    def __init__(self, index, k1: float | None = None, b: float | None = None, *, bm25=None):
         from clirplug.lucene.search import Bm25Searcher
 
-        self._spec = {"index": index, "k1": k1, "b": b}
-        self.searcher = Bm25Searcher(index, k1, b)
+        self.bm25 = _bm25(bm25, k1, b)
+        self._spec = {"index": index, "bm25": self.bm25}
+        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         queries = {topic.id: topic.title for topic in topics}
@@ -169,17 +192,21 @@ class DtSearcher(Searcher):
         How a query is read: ``title`` translated whole, otherwise sentence by sentence.
     stopwords : iterable of str
         Target-language words removed from the 1-best.
-    k1, b : float
+    k1, b : float, optional
         BM25 parameters (Anserini's by default).
+    bm25 : Bm25Run, optional
+        The BM25 parameters as one settings object, instead of ``k1`` and ``b``.
     """
 
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
-                 k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+                 k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.lucene.search import Bm25Searcher
 
+        self.bm25 = _bm25(bm25, k1, b)
         self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
-        self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords, "k1": k1, "b": b}
-        self.searcher = Bm25Searcher(index, k1, b)
+        self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords,
+                      "bm25": self.bm25}
+        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.dt import dt_queries
@@ -211,16 +238,19 @@ class PsqSearcher(Searcher):
     field : {"title", "desc", "narr"}
     src_lang : str, optional
         Query language of a ``table`` (default ``de``); a model's is its own.
-    k1, b : float
+    k1, b : float, optional
+    bm25 : Bm25Run, optional
+        As :class:`DtSearcher`'s.
     """
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
-                 src_lang: str | None = None, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+                 src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.qt.psq import PsqScorer, PsqSource
         from clirplug.qt.psq_tables import PsqSettings
 
         if (model is None) == (table is None):
             raise ClirplugError("PsqSearcher needs exactly one of a model and a table")
+        self.bm25 = _bm25(bm25, k1, b)
         self.model = None if model is None else _model(model)
         self.settings = PsqSettings() if settings is None else settings
         if self.model is not None:
@@ -230,8 +260,8 @@ class PsqSearcher(Searcher):
         else:
             self.source = PsqSource(field=_check_field(field), src_lang=src_lang or "de", table=str(table))
         self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
-                      "src_lang": src_lang, "k1": k1, "b": b}
-        self.scorer = PsqScorer(index, k1, b)
+                      "src_lang": src_lang, "bm25": self.bm25}
+        self.scorer = PsqScorer(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.psq import psq_search, psq_topic_queries
@@ -288,8 +318,9 @@ class BowfdSearcher(Reranker):
         Where the candidates come from (without it, only :meth:`rerank` works).
     settings : BowfdConfig, optional
         BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's).
-    weights : path, optional
-        Weights from ``clirplug train bowfd`` (default: the model's decoder weights and ``v`` on every term).
+    weights : path or BowfdWeights, optional
+        Weights from ``clirplug train bowfd``, or them loaded (default: the model's decoder weights and ``v``
+        on every term).
     v : float, optional
         Overrides the weights' IR default weight.
     lm : bool

@@ -1,24 +1,26 @@
-"""The registry of methods: each one's settings class, declared once, and its library call.
+"""The registry of methods: each one's settings class, declared once, and its library functions.
 
 ``RUNS`` maps the method of an experiment's ``runs:`` entry (``docs/experiments.md``) to a
 :class:`RunMethod`: the settings class of the entry (typed, with defaults and checks, see
-:mod:`clirplug.settings`) and, for methods that train on the tune split, the settings class of
-that training step, whose options the entry may also set. ``SEARCH_ONLY`` holds the settings of
-the methods of ``clirplug search`` that are no ``runs:`` method (``bm25``, ``dt-mira``).
-``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
-settings class and function. The command line builds its flags from the same classes
-(:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags
-it cannot build); the searchers of :mod:`clirplug.api` take the library's settings objects
-(:class:`~clirplug.qt.psq_tables.PsqSettings`, :class:`~clirplug.rerank.config.BowfdConfig`) and
-the other values as keyword arguments.
+:mod:`clirplug.settings`), the library function that makes its run (a search, a reranking or a
+fusion: :meth:`RunMethod.function`) and, for methods that train on the tune split, their training
+step, whose options the entry may also set. ``SEARCH_ONLY`` holds the methods of ``clirplug
+search`` that are no ``runs:`` method (``bm25``, ``dt-mira``). ``TRAINING`` maps each step of
+``clirplug train`` (and of an experiment's ``models:``) to its settings class and function. The
+command line builds its flags from the same classes (:func:`clirplug.cli.options.add_settings`;
+``tests/unit/test_cli_options.py`` checks the flags it cannot build); the searchers of
+:mod:`clirplug.api` take the library's settings objects (:class:`~clirplug.qt.psq_tables.PsqSettings`,
+:class:`~clirplug.rerank.config.BowfdConfig`) and the other values as keyword arguments;
+``tests/unit/test_methods.py`` checks that each library function takes its method's settings.
 
-Adding a method: a settings class here, a planner in :mod:`clirplug.experiment.stages`
-(``PLANNERS``), a stage kind that calls the library, and a searcher in :mod:`clirplug.api`
-(``docs/architecture.md``).
+Adding a method: a settings class and its library function here, a planner in
+:mod:`clirplug.experiment.stages` (``PLANNERS``), a stage kind that calls the library, and a
+searcher in :mod:`clirplug.api` (``docs/architecture.md``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,7 +92,11 @@ class BowfdRun(Settings):
     candidates: str = option("dt", "run whose documents are reranked")
     kind: str = GRAMMAR
     lm: bool = option(True, "the language model feature (false: the report's ablation)")
-    depth: int = option(100, "candidates reranked per topic", low=1)
+    # Not the training's depth (BowfdSettings.depth), which an entry cannot set: the experiment trains with
+    # its default whatever the run's depth (the demo reranks 50, trained with 100); passing this one
+    # instead would change the demo's weights and runs.
+    depth: int = option(100, "candidates reranked per topic (the training keeps BowfdSettings.depth's default)",
+                        low=1)
 
 
 @dataclass(frozen=True)
@@ -112,39 +118,6 @@ class DenseRun(Settings):
 
 
 @dataclass(frozen=True)
-class RunMethod:
-    """A method of ``runs:``: the entry's settings and the training step's, whose ``fixed`` fields it cannot set."""
-
-    settings: type[Settings]
-    training: type[Settings] | None = None
-    fixed: tuple[str, ...] = ()
-
-    def read(self, mapping: dict, where: str) -> tuple[Settings, dict]:
-        """The entry's settings and its training options (checked, key-sorted) from a ``runs:`` mapping."""
-        own = {key: value for key, value in mapping.items() if key in self.settings.names() or self.training is None}
-        training = {key: value for key, value in mapping.items() if key not in own}
-        for key in training:
-            if key in self.fixed:
-                raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
-        if self.training is not None:
-            self.training.from_mapping(training, where)
-        return self.settings.from_mapping(own, where), dict(sorted(training.items()))
-
-
-RUNS: dict[str, RunMethod] = {
-    "dt": RunMethod(DtRun),
-    "psq": RunMethod(PsqRun),
-    "boost": RunMethod(BoostRun, BoostSettings, fixed=("field", "src_lang")),
-    "bowfd": RunMethod(BowfdRun, BowfdSettings),
-    "fusion": RunMethod(FusionRun),
-    "dense": RunMethod(DenseRun),
-}
-# The methods of ``clirplug search`` (and :mod:`clirplug.api`) that are no ``runs:`` method: an
-# experiment searches BM25 with its ``bm25:`` settings for every baseline, and runs no dt-mira.
-SEARCH_ONLY: dict[str, type[Settings]] = {"bm25": Bm25Run, "dt-mira": DtMiraRun}
-
-
-@dataclass(frozen=True)
 class TrainingStep:
     """A step of ``clirplug train``: its settings class and the library function that runs it."""
 
@@ -160,4 +133,51 @@ TRAINING: dict[str, TrainingStep] = {
     "boost": TrainingStep(BoostSettings, train_boost),
     "bowfd": TrainingStep(BowfdSettings, train_bowfd),
     "mira": TrainingStep(MiraSettings, train_mira),
+}
+
+
+@dataclass(frozen=True)
+class RunMethod:
+    """A method: its settings, the library function making its run, and its training step, if any, whose
+    ``fixed`` settings a ``runs:`` entry cannot set.
+
+    ``library`` names the function as ``"module:function"``, imported on use (:meth:`function`): the
+    modules of the methods import numpy, which building the command line's parser does not.
+    """
+
+    settings: type[Settings]
+    library: str
+    training: TrainingStep | None = None
+    fixed: tuple[str, ...] = ()
+
+    def function(self) -> Callable:
+        """The library function that makes the method's run frame (``qid, docid, rank, score``)."""
+        module, name = self.library.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    def read(self, mapping: dict, where: str) -> tuple[Settings, dict, Settings | None]:
+        """From a ``runs:`` mapping: the entry's settings, its training options as written (key-sorted, for the
+        training stage's settings) and the training step's settings read from them (None without a step)."""
+        own = {key: value for key, value in mapping.items() if key in self.settings.names() or self.training is None}
+        training = {key: value for key, value in mapping.items() if key not in own}
+        for key in training:
+            if key in self.fixed:
+                raise ClirplugError(f"{where}.{key}: set by the experiment itself, not a setting")
+        trained = None if self.training is None else self.training.settings.from_mapping(training, where)
+        return self.settings.from_mapping(own, where), dict(sorted(training.items())), trained
+
+
+RUNS: dict[str, RunMethod] = {
+    "dt": RunMethod(DtRun, "clirplug.qt.dt:dt_run"),
+    "psq": RunMethod(PsqRun, "clirplug.qt.psq:psq_run"),
+    "boost": RunMethod(BoostRun, "clirplug.boost:rerank_run", TRAINING["boost"], fixed=("field", "src_lang")),
+    "bowfd": RunMethod(BowfdRun, "clirplug.rerank.bowfd:rerank_run", TRAINING["bowfd"]),
+    "fusion": RunMethod(FusionRun, "clirplug.fusion:fuse"),
+    "dense": RunMethod(DenseRun, "clirplug.dense:dense_run"),
+}
+# The methods of ``clirplug search`` (and :mod:`clirplug.api`) that are no ``runs:`` method: an
+# experiment searches BM25 with its ``bm25:`` settings for every baseline, and runs no dt-mira.
+SEARCH_ONLY: dict[str, RunMethod] = {
+    "bm25": RunMethod(Bm25Run, "clirplug.lucene.search:bm25_search"),
+    "dt-mira": RunMethod(DtMiraRun, "clirplug.qt.mira:search_run"),
 }

@@ -12,8 +12,8 @@ from clirplug.cli import (
 
 HELP = "rescore a candidate run with a reranker (BOW-FD, boosting), or score the whole collection"
 
-# --method -> one line of --help (the methods are those of clirplug.rerank.RERANKERS); each has a
-# function in RUNNERS (below) that unpacks its options and calls the module's rerank_run.
+# --method -> one line of --help; each method has a function in RUNNERS (below) that unpacks its options
+# and calls its library function (clirplug.methods.RUNS: the module's rerank_run).
 RERANKER_HELP = {
     "boost": "bagged RankBoost over n-gram pairs (--corpus; --candidates optional)",
     "bowfd": "BOW-FD: bag-of-words forced decoding (--index, --candidates)",
@@ -24,11 +24,10 @@ def add_arguments(parser):
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
     from clirplug.methods import BowfdRun
-    from clirplug.rerank import RERANKERS
     from clirplug.rerank.config import BowfdConfig
 
-    parser.epilog = method_list("rerankers (--method)", {name: RERANKER_HELP[name] for name in RERANKERS})
-    parser.add_argument("--method", required=True, choices=list(RERANKERS), help="reranker (listed below)")
+    parser.epilog = method_list("rerankers (--method)", RERANKER_HELP)
+    parser.add_argument("--method", required=True, choices=list(RERANKER_HELP), help="reranker (listed below)")
     parser.add_argument("--model", required=True, metavar="PATH",
                         help="model written by 'clirplug train <method>' (bowfd: the translation model folder)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)

@@ -87,12 +87,13 @@ class Collection:
 @dataclass(frozen=True)
 class RunSpec:
     """One entry of ``runs:``: a run name, its method (a key of :data:`clirplug.methods.RUNS`), its
-    settings and the options of the method's training step."""
+    settings, and the options of the method's training step as written and as its settings."""
 
     name: str
     method: str
     settings: Settings
     options: dict = field(default_factory=dict)
+    training: Settings | None = None
 
 
 @dataclass(frozen=True)

@@ -319,7 +319,8 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
 
 
 def _translate_chunk(task):
-    """Worker: 1-best translations (and seconds) of some topics (:func:`clirplug.qt.dt.dt_queries`)."""
+    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.qt.dt.dt_queries`),
+    and the worker's peak memory."""
     model_dir, kind, lang, field_name, topics, weights = task
     from clirplug.mt.features import read_weights
     from clirplug.mt.translator import Translator
@@ -328,7 +329,7 @@ def _translate_chunk(task):
     translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
     seconds: dict[str, float] = {}
     queries = dt_queries(topics, field_name, translator, progress=False, latencies=seconds)
-    return [(topic.id, queries[topic.id], seconds[topic.id]) for topic in topics], peak_rss_mb()
+    return queries, seconds, peak_rss_mb()
 
 
 def peak_rss_mb() -> float:
@@ -409,23 +410,28 @@ def translate_stage(stage: Stage, ctx: Context) -> dict:
 
     s = stage.settings
     topics = read_topics(s["topics"])
-    translated, peak = translate_topics(topics, s["model"], s["kind"], s["lang"], s["field"], s["weights"], ctx.workers)
+    queries, seconds, peak = translate_topics(topics, s["model"], s["kind"], s["lang"], s["field"], s["weights"],
+                                              ctx.workers)
     with atomic_open(stage.outputs[0]) as out:
-        for topic, (text, seconds) in zip(topics, translated):
-            out.write(json.dumps({"id": topic.id, "query": text, "seconds": round(seconds, 6)}, ensure_ascii=False) + "\n")
+        for topic in topics:
+            record = {"id": topic.id, "query": queries[topic.id], "seconds": round(seconds[topic.id], 6)}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
     return {"topics": len(topics), "worker_peak_rss_mb": peak}
 
 
 def translate_topics(topics, model, kind: str, lang: str, field_name: str, weights, workers: ExecutorSettings):
-    """``([(1-best, seconds) of each topic, in topic order], the workers' peak memory in MB)``: the topics
-    dealt round-robin into ``workers.jobs`` chunks, one chunk a task (each loads the model restricted to
-    its topics' words); the translations do not depend on the executor nor on the number of chunks."""
+    """``(qid -> 1-best, qid -> seconds, the workers' peak memory in MB)``: the topics dealt round-robin into
+    ``workers.jobs`` chunks, one chunk a task (each loads the model restricted to its topics' words); the
+    translations do not depend on the executor nor on the number of chunks."""
     chunks = max(1, min(workers.jobs, len(topics)))
     tasks = [(model, kind, lang, field_name, topics[i::chunks], weights) for i in range(chunks)]
     with make_executor(workers) as executor:
         results = executor.map(_translate_chunk, tasks)
-    by_id = {qid: (text, seconds) for part, _ in results for qid, text, seconds in part}
-    return [by_id[topic.id] for topic in topics], max(peak for _, peak in results)
+    queries, seconds = {}, {}
+    for part_queries, part_seconds, _ in results:
+        queries.update(part_queries)
+        seconds.update(part_seconds)
+    return queries, seconds, max(peak for _, _, peak in results)
 
 
 @stage_kind("dt")
@@ -672,21 +678,20 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.io.topics import read_topics
     from clirplug.lucene.reader import LuceneIndex
     from clirplug.mt.translator import Translator
-    from clirplug.rerank.bowfd import BowfdConfig, BowfdWeights, rerank_run
+    from clirplug.rerank.bowfd import BowfdWeights, rerank_run
+    from clirplug.train.bowfd import BowfdSettings
 
     s = stage.settings
     weights_path, candidates_path = stage.inputs_from[:2]  # then, for a fold, its topics
     translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
                          lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
     index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
-    options = s["options"]
-    config = BowfdConfig(**{k: options[k] for k in ("k1", "b", "beam") if options.get(k) is not None},
-                         field=stage.run["field"])
+    config = BowfdSettings.from_mapping(s["options"], f"runs.{stage.run['name']}").scoring(stage.run["field"])
+    weights = BowfdWeights.load(weights_path, translator.feature_names)
     latencies: dict[str, float] = {}
     frame = rerank_run(read_topics(s["topics"]), read_run(candidates_path), model=translator, index=index,
-                       config=config, weights=weights_path, lm=s["lm"], depth=s["depth"], progress=ctx.progress,
+                       config=config, weights=weights, lm=s["lm"], depth=s["depth"], progress=ctx.progress,
                        latencies=latencies)
-    weights = BowfdWeights.load(weights_path)
     return write_run_with_sidecar(stage, frame, latencies,
                                   tuned={"v": weights.v, "ir_weights": len(weights.ir), "lex_weights": len(weights.lex),
                                          "weights_file": str(weights_path)})
@@ -1086,10 +1091,7 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
 
     With cross-fitting, the training forests of each fold's topics come from that fold's model.
     """
-    from clirplug.train.bowfd import BowfdSettings
-
-    c, s = plan.config, spec.settings
-    training = BowfdSettings.from_mapping(spec.options, f"runs.{spec.name}")
+    c, s, training = plan.config, spec.settings, spec.training
     options = {key: value for key, value in spec.options.items() if key not in ("ltr", "lex")}  # the reranker's
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():

@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -550,7 +550,7 @@ def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weigh
                    lm: bool = True, progress: bool = False, topics=None) -> BowFD:
     """The :class:`BowFD` of a loaded :class:`~clirplug.mt.translator.Translator` and ``index`` (a
     :class:`~clirplug.lucene.reader.LuceneIndex`, or a path opened after the weights are read);
-    ``weights``, ``v`` and ``lm`` as in :func:`rerank_run`.
+    ``weights``, ``v`` and ``lm`` as in :func:`rerank_run` (loaded weights are copied, not changed).
 
     With ``topics``, the queries to be reranked, the translator is first restricted to their
     ``config.field`` sentences: without ``lm``, the -LM forests are decoded with the rules of the
@@ -560,11 +560,12 @@ def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weigh
 
     if topics is not None:
         translator.restrict_topics(topics, config.field)
-    if weights is not None:
-        loaded = BowfdWeights.load(weights, translator.feature_names)
-        loaded.smt = {**translator.weights, **loaded.smt}
-    else:
+    if weights is None:
         loaded = BowfdWeights(smt=dict(translator.weights))
+    else:
+        if not isinstance(weights, BowfdWeights):
+            weights = BowfdWeights.load(weights, translator.feature_names)
+        loaded = replace(weights, smt={**translator.weights, **weights.smt})
     if v is not None:
         loaded.v = v
     forests = translator if lm else NoLMForests(translator)
@@ -591,9 +592,9 @@ def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdC
     index : path or LuceneIndex
         Lucene index of the candidates (statistics and analyzer).
     config : BowfdConfig
-    weights : path, optional
-        Weights from ``clirplug train bowfd`` (:meth:`BowfdWeights.load`); default: the model's
-        decoder weights and ``v`` on every term.
+    weights : path or BowfdWeights, optional
+        Weights from ``clirplug train bowfd``: their file, or the file loaded (:meth:`BowfdWeights.load`,
+        given the model's ``feature_names``); default: the model's decoder weights and ``v`` on every term.
     v : float, optional
         Overrides the IR default weight of ``weights``.
     explain : path, optional

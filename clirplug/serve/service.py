@@ -59,21 +59,22 @@ class SearchService:
                  v: float | None = None, lm: bool = True, depth: int = 100):
         from clirplug import api
         from clirplug.lucene.reader import LuceneIndex
+        from clirplug.methods import Bm25Run
         from clirplug.qt.psq_tables import PsqSettings
 
         if method not in METHODS:
             raise ClirplugError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if (model is None) != (method == "bm25"):
             raise ClirplugError(f"--method {method} {'needs' if model is None else 'takes no'} --model")
-        bm25 = {"k1": k1, "b": b}
+        bm25 = Bm25Run(k1=k1, b=b)
         self.method, self.psq = method, PsqSettings() if psq is None else psq
         self.model = None if model is None else api.TranslationModel(model, kind=kind, src_lang=src_lang)
         if method == "bm25":
-            self.searcher = api.LuceneSearcher(index, **bm25)
+            self.searcher = api.LuceneSearcher(index, bm25=bm25)
         elif method == "psq":
-            self.searcher = api.PsqSearcher(index, self.model, self.psq, **bm25)
+            self.searcher = api.PsqSearcher(index, self.model, self.psq, bm25=bm25)
         else:
-            self.searcher = api.DtSearcher(index, self.model, stopwords=stopwords, **bm25)
+            self.searcher = api.DtSearcher(index, self.model, stopwords=stopwords, bm25=bm25)
             if method == "bowfd":
                 self.searcher = api.BowfdSearcher(index, self.model, self.searcher, weights=weights, v=v, lm=lm,
                                                   depth=depth)

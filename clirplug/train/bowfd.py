@@ -25,7 +25,8 @@ class BowfdSettings(LtrSettings):
     ltr: bool = option(True, "pairwise learning to rank after choosing v (--no-ltr: BOW-FD with v only)")
     lex: bool = option(False, "add the LEX sparse alignment/insertion/deletion features")
     depth: int = option(100, "candidates BOW-FD reranks per topic: held-out topics are scored on them, and judged "
-                                  "documents below them are not trained on", low=1)
+                             "documents below them are not trained on (an experiment's bowfd entry keeps this default; "
+                             "its depth is the reranking's)", low=1)
     holdout: float = option(0.2, "share of training topics held out", low=0.0, high=0.99)
     max_topics: int | None = option(None, "train on at most this many topics (a seeded sample)", low=1)
     seed: int = option(0, "seed of the held-out split and topic sample")

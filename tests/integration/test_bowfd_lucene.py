@@ -183,3 +183,23 @@ def test_cli_train_bowfd_chooses_v_learns_and_the_weights_rerank(model_dir, tiny
                  "--topics", str(topics), "--candidates", str(candidates), "--weights", str(weights),
                  "--output", str(out), "--quiet"]) == 0
     assert len(out.read_text().splitlines()) == 36
+
+
+def test_rerank_run_takes_the_weights_file_or_the_weights_loaded(model_dir, tiny_index, tmp_path):
+    import dataclasses
+
+    import pandas as pd
+
+    from clirplug.io.runs import run_frame
+    from clirplug.io.topics import Topic
+    from clirplug.rerank.bowfd import BowfdWeights, rerank_run
+
+    weights = BowfdWeights(smt={"EgivenF": 0.5}, v=0.8, ir={"files": 2.0})
+    weights.save(tmp_path / "bowfd.weights")
+    kept = dataclasses.replace(weights, smt=dict(weights.smt))
+    topics = [Topic("q1", "dateien kopieren", "dateien kopieren"), Topic("q2", "verzeichnis", "verzeichnis")]
+    candidates = run_frame([(q, [("ls.1", 3.0), ("cp.1", 2.0), ("mv.1", 1.0)]) for q in ("q1", "q2")])
+    runs = [rerank_run(topics, candidates, model=str(model_dir), index=tiny_index, weights=given, progress=False)
+            for given in (tmp_path / "bowfd.weights", weights)]
+    pd.testing.assert_frame_equal(*runs)
+    assert weights == kept  # copied, not changed

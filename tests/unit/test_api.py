@@ -77,9 +77,29 @@ def test_search_and_batch_search_rank_and_check_their_arguments():
                           (lambda: Fixed().batch_search(["x"], ["a"], threads=0), "threads must be"),
                           (lambda: clirplug.FusionSearcher([Fixed()], method="magic"), "unknown fusion method 'magic'"),
                           (lambda: clirplug.FusionSearcher([Fixed()], weights=[1, 2]), "2 fusion weight"),
-                          (lambda: clirplug.PsqSearcher("index"), "exactly one of a model and a table")]:
+                          (lambda: clirplug.PsqSearcher("index"), "exactly one of a model and a table"),
+                          (lambda: clirplug.LuceneSearcher("index", k1=-1), "k1: BM25 k1 must be a finite number"),
+                          (lambda: clirplug.DtSearcher("index", "model", b=2), r"b: BM25 b must lie in \[0, 1\]"),
+                          (lambda: clirplug.LuceneSearcher("index", 1.2, bm25=clirplug.Bm25Run()), "not both"),
+                          (lambda: clirplug.PsqSearcher("index", "model", bm25={"k1": 1}), "must be a Bm25Run")]:
         with pytest.raises(ClirplugError, match=message):
             call()
+
+
+def test_bm25_searchers_take_pyserini_s_k1_and_b_or_one_bm25run(monkeypatch):
+    made = []
+
+    class Engine:
+        def __init__(self, index, k1, b):
+            made.append((index, k1, b))
+
+    monkeypatch.setattr("clirplug.lucene.search.Bm25Searcher", Engine)
+    searchers = [clirplug.LuceneSearcher("index", 1.2), clirplug.LuceneSearcher("index", k1=1.2, b=0.4),
+                 clirplug.LuceneSearcher("index", bm25=clirplug.Bm25Run(k1=1.2))]
+    assert {searcher.bm25 for searcher in searchers} == {clirplug.Bm25Run(k1=1.2, b=0.4)}
+    assert pickle.loads(pickle.dumps(searchers[0])).bm25 == searchers[0].bm25
+    assert made == [("index", 1.2, 0.4)] * 4
+    assert clirplug.LuceneSearcher("index").bm25 == clirplug.Bm25Run()
 
 
 def test_a_reranker_rescores_the_top_depth_candidates():

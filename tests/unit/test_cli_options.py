@@ -13,7 +13,6 @@ from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, BOWFD_B, BOWFD_K1
 from clirplug.cli import COMMANDS, build_parser
 from clirplug.cli.options import flag
 from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING, Bm25Run, BowfdRun, DtRun
-from clirplug.rerank import RERANKERS
 from clirplug.rerank.config import BowfdConfig
 from clirplug.settings import field_type
 
@@ -106,9 +105,11 @@ def test_each_command_help_is_one_plain_line(command):
 
 
 def test_rerank_help_lists_every_reranker_on_one_line(capsys, monkeypatch):
+    from clirplug.cli.rerank import RERANKER_HELP, RUNNERS
+
     text = help_text(capsys, monkeypatch, "rerank")
     listing = text[text.index("rerankers (--method):"):].splitlines()[1:]
-    assert [line.split()[0] for line in listing] == list(RERANKERS)
+    assert [line.split()[0] for line in listing] == list(RERANKER_HELP) == list(RUNNERS)
     assert all(len(line) < 80 and len(line.split()) > 2 for line in listing)
 
 
@@ -199,7 +200,7 @@ def _compare(owner: str, cls, name: str, command: str, flag: str):
 @pytest.mark.parametrize("method", sorted(METHOD_FLAGS))
 def test_each_method_setting_has_a_flag_of_its_type_default_and_choices(method):
     """A setting added without a flag, a flag renamed, or a default or choice changed in one place only fails here."""
-    cls = {**{name: m.settings for name, m in RUNS.items()}, **SEARCH_ONLY}[method]
+    cls = {**RUNS, **SEARCH_ONLY}[method].settings
     assert set(METHOD_FLAGS[method]) == set(cls.names())
     for name, where in METHOD_FLAGS[method].items():
         if where is not None:
@@ -207,6 +208,7 @@ def test_each_method_setting_has_a_flag_of_its_type_default_and_choices(method):
 
 
 def test_every_method_of_search_rerank_fuse_and_experiments_has_settings():
+    from clirplug.cli.rerank import RUNNERS as RERANKERS
     from clirplug.cli.search import SEARCH_METHODS
 
     assert set(METHOD_FLAGS) == set(RUNS) | set(SEARCH_ONLY) and not set(RUNS) & set(SEARCH_ONLY)

@@ -16,7 +16,7 @@ from clirplug.settings import Settings, option
 pytestmark = pytest.mark.cli
 
 ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()] \
-    + list(SEARCH_ONLY.values()) + [PsqSettings, BowfdConfig, AlignConfig]
+    + [method.settings for method in SEARCH_ONLY.values()] + [PsqSettings, BowfdConfig, AlignConfig]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,10 +112,11 @@ def test_every_method_of_runs_has_a_planner_and_reads_its_yaml_entry():
     from clirplug.experiment.stages import PLANNERS
 
     assert list(PLANNERS) == list(RUNS)
-    settings, options = RUNS["bowfd"].read({"depth": 50, "v": 0.4, "lm": False}, "runs.b")
+    settings, options, training = RUNS["bowfd"].read({"depth": 50, "v": 0.4, "lm": False}, "runs.b")
     assert (settings.depth, settings.lm, settings.kind, options) == (50, False, "hiero", {"v": 0.4})
-    settings, options = RUNS["fusion"].read({"runs": ["a", "b"], "grid_step": 1}, "runs.f")
-    assert (settings.runs, settings.grid_step, settings.fuser, options) == (("a", "b"), 1.0, None, {})
+    assert training == TRAINING["bowfd"].settings(v=0.4)  # the entry's depth is the reranking's
+    settings, options, training = RUNS["fusion"].read({"runs": ["a", "b"], "grid_step": 1}, "runs.f")
+    assert (settings.runs, settings.grid_step, settings.fuser, options, training) == (("a", "b"), 1.0, None, {}, None)
     with pytest.raises(ClirplugError, match=r"runs.d.weights: expected one of bitext, queries, got 'query'"):
         RUNS["dt"].read({"weights": "query"}, "runs.d")
     with pytest.raises(ClirplugError, match=r"runs.d.depth: unknown setting"):
@@ -161,9 +162,10 @@ def test_align_settings_are_the_aligner_s_plus_their_own_without_repeating_a_def
 def test_bm25_settings_take_anserini_s_defaults_and_the_bm25_check():
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 
-    assert SEARCH_ONLY["bm25"]() == SEARCH_ONLY["bm25"](k1=ANSERINI_K1, b=ANSERINI_B)
+    bm25 = SEARCH_ONLY["bm25"].settings
+    assert bm25() == bm25(k1=ANSERINI_K1, b=ANSERINI_B)
     with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
-        SEARCH_ONLY["bm25"](b=2)
+        bm25(b=2)
 
 
 @pytest.mark.parametrize("config, expected", [
@@ -183,8 +185,7 @@ def test_bowfd_learning_to_rank_has_one_default_and_the_shipped_configs_say_whic
     for name, entry in runs.items():
         entry = dict(entry or {})
         if entry.pop("method", name) == "bowfd":
-            _, options = RUNS["bowfd"].read(entry, f"runs.{name}")
-            found[name] = BowfdSettings.from_mapping(options, f"runs.{name}").ltr
+            found[name] = RUNS["bowfd"].read(entry, f"runs.{name}")[2].ltr
     assert found == expected
 
 

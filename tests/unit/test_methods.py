@@ -1,0 +1,70 @@
+"""The registry of methods (clirplug.methods): each entry's library function exists and takes its settings."""
+
+import dataclasses
+import inspect
+import typing
+
+import pytest
+
+from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING
+
+METHODS = {**RUNS, **SEARCH_ONLY}
+# Where each setting of a method reaches its library function: the parameter of that name, another
+# parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
+# fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure,
+# and dt's weights, which choose the decoder weights file of the experiment's translate stage.
+PARAMETERS = {
+    "bm25": {"k1": "k1", "b": "b"},
+    "dt": {"kind": "kind", "weights": None},
+    "dt-mira": {"kind": "kind"},
+    "psq": {"psq": "settings", "kind": "source.kind", "grid": None},
+    "boost": {"candidates": "candidates"},
+    "bowfd": {"candidates": "candidates", "kind": "kind", "lm": "lm", "depth": "depth"},
+    "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None},
+    "dense": {"words": "words", "grid": None},
+}
+# the parameters taking a library settings object, and its class
+SETTINGS_PARAMETERS = {("psq", "settings"): "PsqSettings", ("bowfd", "config"): "BowfdConfig"}
+
+
+def _hints(function) -> dict:
+    return typing.get_type_hints(function)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_each_method_s_function_imports_and_takes_each_of_its_settings(method):
+    entry = METHODS[method]
+    function = entry.function()
+    assert callable(function) and entry.library == f"{function.__module__}:{function.__name__}"
+    parameters = inspect.signature(function).parameters
+    assert set(PARAMETERS[method]) == set(entry.settings.names())
+    for setting, parameter in PARAMETERS[method].items():
+        if parameter is None:
+            continue
+        name, _, attribute = parameter.partition(".")
+        assert name in parameters, (method, setting, parameter)
+        if attribute:
+            owner = typing.get_args(_hints(function)[name]) or (_hints(function)[name],)
+            assert any(attribute in {f.name for f in dataclasses.fields(cls)} for cls in owner), (method, parameter)
+    for (owner, name), cls in SETTINGS_PARAMETERS.items():
+        if owner == method:
+            assert cls in str(_hints(function)[name]), (method, name)
+
+
+@pytest.mark.parametrize("method", sorted(name for name, entry in RUNS.items() if entry.training is not None))
+def test_a_trained_method_s_training_step_is_the_one_of_clirplug_train(method):
+    assert RUNS[method].training is TRAINING[method]
+
+
+@pytest.mark.parametrize("step", sorted(TRAINING))
+def test_each_training_function_takes_its_settings_class(step):
+    entry = TRAINING[step]
+    assert _hints(entry.train)["settings"] is entry.settings
+    assert isinstance(inspect.signature(entry.train).parameters["settings"].default, entry.settings)
+
+
+def test_the_rerank_command_s_methods_are_rerankers_of_candidates():
+    from clirplug.cli.rerank import RUNNERS
+
+    for method in RUNNERS:
+        assert list(inspect.signature(RUNS[method].function()).parameters)[:2] == ["topics", "candidates"], method
