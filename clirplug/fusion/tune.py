@@ -67,46 +67,37 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
 
 
 def _map_curve(table, grid, depth, by_hits, qrels, measure) -> list[float]:
-    """MAP of each kappa of ``grid``, equal bit for bit to evaluating the runs :func:`_fused` gives:
-    the same order and top ``depth`` cut, with ties re-ordered as trec_eval reads them, and trec_eval's AP."""
+    """MAP of each kappa of ``grid``, equal bit for bit to evaluating the runs :func:`_fused` gives (the same
+    top ``depth`` cut, ties as trec_eval reads them, trec_eval's AP), by the compiled
+    :func:`clirplug.fusion._ap_kernel.average_precisions`: no run is sorted."""
     import numpy as np
     import pandas as pd
 
-    from clirplug.eval.measures import aggregate, trec_average_precision
-    from clirplug.io.runs import ranks_within
+    from clirplug.eval.measures import aggregate
+    from clirplug.fusion._ap_kernel import average_precisions
 
     qrels = qrels.assign(qid=qrels["qid"].astype(str), docid=qrels["docid"].astype(str))
     judged = qrels[qrels["relevance"] >= 1]
     marks = judged[["qid", "docid"]].drop_duplicates().assign(hit=True)
     rows = pd.DataFrame({"qid": table["qid"], "docid": table["docid"]})
     relevant = rows.merge(marks, on=["qid", "docid"], how="left")["hit"].notna().to_numpy()
-    query_codes, doc_codes = table["qid_codes"], table["doc_codes"]
-    code_of = dict(zip(table["qid"].tolist(), query_codes.tolist()))
-    num_relevant = {code_of[qid]: n for qid, n in judged.groupby("qid").size().items() if qid in code_of}
-    qids_by_code = [(qid, code_of.get(qid)) for qid in sorted(set(qrels["qid"]))]
-    by_doc = np.lexsort((doc_codes, query_codes))  # each query's rows in docid order, once
+    query_codes = table["qid_codes"]
+    by_doc = np.lexsort((table["doc_codes"], query_codes))  # each query's rows together, in docid order
+    blocks = query_codes[by_doc]
+    starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1], True])
+    relevant_rows = np.flatnonzero(relevant[by_doc])
+    relevant_starts = np.searchsorted(relevant_rows, starts)
+    qid_of_block = table["qid"][by_doc[starts[:-1]]].tolist()
+    counts = judged.groupby("qid").size()
+    num_relevant = np.array([counts.get(qid, 0) for qid in qid_of_block], dtype=np.int64)
+    block_of = {qid: block for block, qid in enumerate(qid_of_block)}
+    blocks_in_order = [block_of.get(qid) for qid in sorted(set(qrels["qid"]))]
     values = []
     for kappa in grid:
-        scores = _kappa_scores(table, kappa, by_hits)
-        # _fused's order (query, score descending, docid ascending) by two stable sorts
-        order = by_doc[np.argsort(-scores[by_doc], kind="stable")]
-        order = order[np.argsort(query_codes[order], kind="stable")]
-        keep = order[ranks_within(query_codes[order]) <= depth]
-        keep = keep[_reverse_ties(query_codes[keep], scores[keep])]
-        ap = trec_average_precision(query_codes[keep], relevant[keep], num_relevant)
-        values.append(aggregate(measure, [ap.get(code, 0.0) for _, code in qids_by_code]))
+        ap = average_precisions(_kappa_scores(table, kappa, by_hits)[by_doc], starts, relevant_rows,
+                                relevant_starts, depth, num_relevant).tolist()
+        values.append(aggregate(measure, [0.0 if block is None else ap[block] for block in blocks_in_order]))
     return values
-
-
-def _reverse_ties(query_codes, scores):
-    """The permutation that reverses each block of equal (query, score) rows: from docid ascending (a
-    run's order) to docid descending (the order in which trec_eval reads ties)."""
-    import numpy as np
-
-    size = len(scores)
-    starts = np.flatnonzero(np.r_[True, (query_codes[1:] != query_codes[:-1]) | (scores[1:] != scores[:-1])])
-    lengths = np.diff(np.r_[starts, size])
-    return np.repeat(2 * starts + lengths - 1, lengths) - np.arange(size)
 
 
 def _aligned(parts):
