@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -1134,15 +1135,24 @@ def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
     """The collection's e5 document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
     from clirplug.dense import embed_corpus
 
-    embed_corpus(stage.inputs[0], stage.outputs[0], stage.settings["words"], progress=ctx.progress)
+    embed_corpus(stage.inputs[0], stage.outputs[0], stage.settings["words"], _dense_model(ctx), progress=ctx.progress)
     return {}
+
+
+def _dense_model(ctx: Context):
+    """The process's e5 model, on its share of the cores: ``jobs`` stages run at once, and OpenMP threads
+    beyond the free cores wait on each other (single queries beside another stage took 2 to 3 times longer).
+    The vectors do not depend on the number of threads."""
+    from clirplug.dense import load_model
+
+    return ctx.get("dense-model", lambda: load_model(max(1, len(os.sched_getaffinity(0)) // ctx.jobs)))
 
 
 def _dense_searcher(ctx: Context, folder):
     """One DenseSearcher per vector folder, all sharing one e5 model per process."""
-    from clirplug.dense import DenseSearcher, load_model
+    from clirplug.dense import DenseSearcher
 
-    return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, ctx.get("dense-model", load_model)))
+    return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, _dense_model(ctx)))
 
 
 @stage_kind("dense-tune", version=3)
@@ -1151,7 +1161,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     (the first on ties); every value's measure goes in the first output, the query vectors (with their
     embedding seconds) in the second, for the tune split's run."""
     from clirplug.atomic import atomic_open
-    from clirplug.dense import embed_timed, load_model, save_timed
+    from clirplug.dense import embed_timed, save_timed
     from clirplug.eval.measures import evaluate
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics, topic_field
@@ -1160,7 +1170,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     topics, qrels = stage.inputs
     queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
     judged = read_qrels(qrels)
-    timed = embed_timed(ctx.get("dense-model", load_model), queries)
+    timed = embed_timed(_dense_model(ctx), queries)
     save_timed(stage.outputs[1], timed)
     values = {}
     for words, folder in zip(s["grid"], stage.inputs_from):
