@@ -35,8 +35,6 @@ derivation, the empty translation.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import importlib.util
 import itertools
@@ -51,7 +49,7 @@ import numpy as np
 from clirplug.errors import ClirplugError
 from clirplug.mt.features import DEFAULT_WEIGHTS, GLUE, LANGUAGE_MODEL, PASS_THROUGH, WORD_PENALTY
 from clirplug.mt.grammar import Rule, is_nonterminal, nt_index
-from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder
+from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder, gc_paused
 from clirplug.mt.kbest import kbest, unique_kbest
 from clirplug.mt.lm import LanguageModel
 
@@ -271,27 +269,6 @@ def _kernel():
     return cube
 
 
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause Python's cyclic garbage collector while a forest is built.
-
-    Cube pruning allocates hundreds of thousands of tuples, hypotheses and LM states per
-    sentence, many of which live until the forest is built; each full collection meanwhile
-    walks them all, and the loaded grammar (millions of objects) too. On manclir-de's hiero desc
-    sentences that was a third of the decoding time, in spikes of seconds. The decoder makes no
-    reference cycles that outlive a sentence (:meth:`_ChartLM.reset` breaks those of the LM
-    states), so nothing is left for the collector; reference counting frees everything as usual.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 class _TrieNode:
     __slots__ = ("next", "nt", "src")
 
@@ -430,7 +407,7 @@ class Decoder:
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         """The pruned +LM forest of ``tokens`` (see the module docstring)."""
-        with _gc_paused():
+        with gc_paused():
             try:
                 return self._forest_arrays(list(tokens)) if self.kernel else self._forest(list(tokens))
             finally:

@@ -22,6 +22,8 @@ weightings at once (a few numpy steps per level), as the BOW-FD reranker does pe
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import json
 from collections.abc import Callable, Mapping
@@ -529,7 +531,8 @@ class ViterbiPlan:
     contiguous row blocks instead of a segmented reduction; the tails' values reach a level's
     edges through one sparse product ``tails @ beta`` (an edges × nodes incidence). An edge's
     value is ``s_e + (β(tail 1) + β(tail 2))``, as in :meth:`Hypergraph.viterbi`, so a float64
-    column gives its scores and derivation to the last bit.
+    column gives its scores and derivation to the last bit. :meth:`linear` runs the same recursion
+    compiled, row by row (:mod:`clirplug.mt.viterbi_kernel`), when numba is installed.
 
     Attributes
     ----------
@@ -540,6 +543,9 @@ class ViterbiPlan:
         The Viterbi table row of each stored edge's head, and of each forest node.
     goal : int
         The goal's row in the Viterbi table (the last node, as in the forest).
+    tails, adds_tails, first_rank
+        The levels row by row (for :meth:`linear`): the tails' incidence of every row (CSR), whether
+        its level adds one, and whether the row is its node's first.
     """
 
     def __init__(self, forest: Hypergraph):
@@ -573,6 +579,16 @@ class ViterbiPlan:
         self.node_rows = new_id[:n]
         self.goal = int(new_id[forest.goal])
         self.num_nodes = n
+        # the same levels row by row, for the compiled recursion: the tails' incidence of every row (with
+        # whether its level adds one), and each node's first row
+        blocks = [incidence if incidence is not None else sp.csr_matrix((hi - lo, n), dtype=np.float32)
+                  for _, _, lo, hi, _, incidence in self.levels]
+        self.tails = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, n), dtype=np.float32)
+        self.adds_tails = np.repeat([incidence is not None for *_, incidence in self.levels],
+                                    [hi - lo for _, _, lo, hi, _, _ in self.levels]).astype(bool)
+        self.first_rank = np.zeros(len(self.order), dtype=bool)
+        for _, _, lo, _, sizes, _ in self.levels:
+            self.first_rank[lo:lo + (sizes[0] if sizes else 0)] = True
 
     def scores(self, edge_scores: np.ndarray) -> np.ndarray:
         """The Viterbi score of each column of ``edge_scores`` (``E × D``, rows in :attr:`order`).
@@ -597,6 +613,37 @@ class ViterbiPlan:
         best_row.flat[keys] = rows[first]
         return beta[self.goal], self.order[best_row[self.node_rows]]
 
+    def linear(self, base: np.ndarray, features: sp.csr_matrix, columns: np.ndarray, back_pointers: bool = False,
+               max_cells: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The Viterbi scores of the edge scores ``features @ columns[d] + base``, one per row ``d`` of ``columns``.
+
+        ``base`` (``E``) and the rows of the ``E × T`` ``features`` are in :attr:`order`; ``columns``
+        (``D × T``) and ``base`` have the table's dtype. Returns the scores (``D``) and, with
+        ``back_pointers``, the ``N × D`` forest edge numbers of :meth:`best` (else ``None``).
+        Compiled (:mod:`clirplug.mt.viterbi_kernel`) when numba is installed; else in numpy (in
+        chunks of at most ``max_cells`` edges × columns if given): the same numbers to the last bit.
+        """
+        kernel = _linear_kernel()
+        if kernel is not None:
+            features = features.tocsr()
+            values, best_row = kernel.linear_viterbi(
+                base, features.indptr, features.indices, features.data, self.tails.indptr, self.tails.indices,
+                self.tails.data, self.adds_tails, self.first_rank, self.row_node, self.num_nodes, self.goal,
+                np.ascontiguousarray(columns.T), back_pointers)
+            return values.astype(float), self.order[best_row[self.node_rows]] if back_pointers else None
+        chunk = max(1, max_cells // max(1, len(self.order))) if max_cells else max(1, len(columns))
+        values = np.empty(len(columns))
+        best = np.empty((self.num_nodes, len(columns)), dtype=np.int64) if back_pointers else None
+        for start in range(0, len(columns), chunk):
+            part = slice(start, start + chunk)
+            table = features @ columns[part].T  # E × chunk
+            table += base[:, None]
+            if back_pointers:
+                values[part], best[:, part] = self.best(table)
+            else:
+                values[part] = self.scores(table)
+        return values, best
+
     def _inside(self, table: np.ndarray) -> np.ndarray:
         """The Viterbi table (node rows × columns); ``table``'s rows become the edges' values."""
         beta = np.empty((self.num_nodes, table.shape[1]), dtype=table.dtype)
@@ -613,6 +660,38 @@ class ViterbiPlan:
                 np.maximum(top[:size], parts[row:row + size], out=top[:size])
                 row += size
         return beta
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector while a forest is built (decoded, or read from JSON).
+
+    Cube pruning allocates hundreds of thousands of tuples, hypotheses and LM states per
+    sentence, many of which live until the forest is built; each full collection meanwhile
+    walks them all, and the loaded grammar (millions of objects) too. On manclir-de's hiero desc
+    sentences that was a third of the decoding time, in spikes of seconds. Reading a cached
+    forest allocates a few million JSON objects, and a BOW-FD stage keeps hundreds of forests
+    (and numba's objects) alive, which each full collection walks again. Neither makes reference
+    cycles that outlive the forest (the decoder's :meth:`_ChartLM.reset` breaks those of the LM
+    states), so nothing is left for the collector; reference counting frees everything as usual.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _linear_kernel():
+    """The module :mod:`clirplug.mt.viterbi_kernel`, or None without numba: then :meth:`ViterbiPlan.linear` runs in numpy."""
+    try:
+        from clirplug.mt import viterbi_kernel
+    except ImportError:
+        return None
+    return viterbi_kernel
 
 
 def build_tree(root, expand):
@@ -638,4 +717,4 @@ def build_tree(root, expand):
 
 def _tupled(value):
     """JSON lists back to tuples (labels are compared and hashed as tuples)."""
-    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+    return tuple(map(_tupled, value)) if isinstance(value, list) else value

@@ -24,7 +24,7 @@ from clirplug.mt import KINDS
 from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
 from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
-from clirplug.mt.hypergraph import Hypergraph
+from clirplug.mt.hypergraph import Hypergraph, gc_paused
 from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
@@ -159,9 +159,10 @@ class Translator:
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         """The +LM forest of ``tokens`` (cached)."""
         path = self._key(tokens, "forest")
-        data = self._read(path)
-        if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
-            return Hypergraph.from_json(data, functools.lru_cache(maxsize=None)(parse_rule), str(path))
+        with gc_paused():
+            data = self._read(path)
+            if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
+                return Hypergraph.from_json(data, functools.lru_cache(maxsize=None)(parse_rule), str(path))
         forest = self._decoder_for(tokens).forest(tokens)
         self._write(path, forest.to_json(format_rule))
         return forest

@@ -306,33 +306,22 @@ def score_sentence(sentence: PreparedSentence, edge_scores: np.ndarray, term_wei
     back_pointers : bool
         Also keep the winning derivations (the same scores, with the memory of back pointers).
     max_cells : int, optional
-        Edges × documents per pass (default :data:`MAX_CELLS` with back pointers, else
-        :data:`MAX_SCORE_CELLS`).
+        Edges × documents per pass of the numpy Viterbi (without numba; default :data:`MAX_CELLS`
+        with back pointers, else :data:`MAX_SCORE_CELLS`).
     dtype : numpy dtype
         The Viterbi table's: :data:`SCORE_DTYPE` to rank, float64 for training's exact sums.
     """
-    forest = sentence.forest
     plan = sentence.plan
     weighted = np.asarray(bm25, dtype=float) * term_weights[None, :]  # D × T
     active = np.any(weighted != 0.0, axis=1)  # pre-filtering: no IR activation, no pass
     docs = np.flatnonzero(active)
     if max_cells is None:
         max_cells = MAX_CELLS if back_pointers else MAX_SCORE_CELLS
-    chunk = max(1, max_cells // max(1, forest.num_edges))
     # column 0 has no IR feature: it gives the SMT Viterbi score (and derivation); the others
     # are the active documents
     columns = np.vstack([np.zeros((1, weighted.shape[1])), weighted[docs]]).astype(dtype)
-    plan_scores = edge_scores[plan.order].astype(dtype)[:, None]
-    values = np.empty(len(columns))
-    best = np.empty((forest.num_nodes, len(columns)), dtype=np.int64) if back_pointers else None
-    for start in range(0, len(columns), chunk):
-        part = slice(start, start + chunk)
-        table = sentence.plan_counts @ columns[part].T  # E × chunk: Σ_t c(e, t) w_t bm25(t, d)
-        table += plan_scores
-        if back_pointers:
-            values[part], best[:, part] = plan.best(table)
-        else:
-            values[part] = plan.scores(table)
+    values, best = plan.linear(edge_scores[plan.order].astype(dtype), sentence.plan_counts, columns, back_pointers,
+                               max_cells)
     scores = np.full(len(weighted), values[0])
     scores[docs] = values[1:]
     if back_pointers:

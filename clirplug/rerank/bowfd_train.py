@@ -124,6 +124,8 @@ class TrainQuery:
         self.smt_ids = [space.ids([SMT_PREFIX + n for n in s.forest.feature_names]) for s in sentences]
         self.ir_ids = [space.ids([IR_PREFIX + t for t in s.terms]) for s in sentences]
         self.lex_ids = [space.ids(list(s.lex_names)) for s in sentences]
+        # the feature matrices transposed once (edge counts to feature values), not at every subgradient
+        self.transposed = [(s.forest.features.T, s.counts.T, s.lex.T) for s in sentences]
         order = sorted(range(len(docids)), key=lambda i: (-relevance[i], docids[i]))
         self.pairs = [(p, n, float(relevance[p] - relevance[n]))
                       for p in order if relevance[p] > 0 for n in order if relevance[n] < relevance[p]]
@@ -148,10 +150,11 @@ class TrainQuery:
         phi = np.zeros(size)
         for s, (sentence, result) in enumerate(zip(self.sentences, results)):
             counts = derivation_edge_counts(sentence.forest, result.back_pointers(j))
-            np.add.at(phi, self.smt_ids[s], sentence.forest.features.T @ counts)
-            np.add.at(phi, self.ir_ids[s], (sentence.counts.T @ counts) * self.bm25[s][docs[j]])
+            smt, terms, lex = self.transposed[s]
+            np.add.at(phi, self.smt_ids[s], smt @ counts)
+            np.add.at(phi, self.ir_ids[s], (terms @ counts) * self.bm25[s][docs[j]])
             if len(self.lex_ids[s]):
-                np.add.at(phi, self.lex_ids[s], sentence.lex.T @ counts)
+                np.add.at(phi, self.lex_ids[s], lex @ counts)
         return phi
 
 

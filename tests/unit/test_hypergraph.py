@@ -5,8 +5,10 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from clirplug.errors import ClirplugError
+from clirplug.mt import hypergraph
 from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder, ViterbiPlan
 from clirplug.mt.kbest import kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
@@ -163,6 +165,33 @@ def test_viterbi_plan_breaks_ties_as_the_scalar_viterbi(seed):
             builder.add_edge(int(hg.heads[e]), hg.tails[e], {"tie": ties[e, d]})
         scalar = builder.build(hg.goal).viterbi({"tie": 1.0})
         assert hg.derivation_edges(hg.derivation_from_backpointers(back[:, d])) == hg.derivation_edges(scalar)
+
+
+def test_the_viterbi_kernel_is_installed():
+    assert hypergraph._linear_kernel() is not None  # numba is in the dev extra: the comparison below is not vacuous
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(8))
+def test_compiled_linear_viterbi_is_the_numpy_one_to_the_last_bit(seed, dtype, monkeypatch):
+    """Random and tied (small integer) linear edge scores, tails repeated: same scores and back pointers."""
+    hg = random_forest(seed, num_nodes=12, max_in=4)
+    rng = np.random.default_rng(seed)
+    plan = ViterbiPlan(hg)
+    features = sp.random(hg.num_edges, 5, density=0.4, format="csr", random_state=seed, dtype=np.float32)
+    features.data[:] = rng.integers(1, 3, size=features.nnz)  # term counts
+    for base, columns in [(rng.normal(size=hg.num_edges), rng.normal(size=(7, 5))),
+                          (rng.integers(-1, 2, size=hg.num_edges), rng.integers(0, 2, size=(7, 5)))]:
+        base, columns = base[plan.order].astype(dtype), columns.astype(dtype)
+        compiled = plan.linear(base, features[plan.order], columns, back_pointers=True)
+        scores, _ = plan.linear(base, features[plan.order], columns)
+        with monkeypatch.context() as patch:
+            patch.setattr(hypergraph, "_linear_kernel", lambda: None)
+            reference = plan.linear(base, features[plan.order], columns, back_pointers=True, max_cells=2 * len(base))
+        assert compiled[0].dtype == reference[0].dtype == np.float64
+        np.testing.assert_array_equal(compiled[0], reference[0])
+        np.testing.assert_array_equal(scores, reference[0])
+        np.testing.assert_array_equal(compiled[1], reference[1])
 
 
 def test_build_orders_prunes_and_rejects_cycles():
