@@ -408,6 +408,125 @@ def _significant(values: np.ndarray, digits: int = 6) -> np.ndarray:
     return np.where(shift >= 0, np.round(values * up) / up, np.round(values / down) * down) + 0.0
 
 
+# ---------------------------------------------------------------- filtering for a test set
+
+
+def _ngram_table(tokens: np.ndarray, starts: np.ndarray, max_length: int, base: int):
+    """Ids and occurrences of every n-gram (up to ``max_length`` words) of the sentences.
+
+    Returns per length the sorted keys ``id of the prefix * base + last word`` (an n-gram's id is
+    its key's index plus the length's offset), the offsets, and the sorted occurrences
+    ``id * (len(tokens) + 1) + global position of the first word``.
+    """
+    n = len(tokens)
+    end = np.repeat(starts[1:], np.diff(starts))
+    position = np.arange(n)
+    prefix, keys_by_length, offsets, occurrences = np.zeros(n, dtype=np.int64), [], [0], []
+    for length in range(1, max_length + 1):
+        valid = position + length <= end
+        keys = prefix * base + tokens[np.minimum(position + length - 1, n - 1)]
+        distinct, local = np.unique(keys[valid], return_inverse=True)
+        keys_by_length.append(distinct)
+        occurrences.append((offsets[-1] + local) * (n + 1) + position[valid])
+        offsets.append(offsets[-1] + len(distinct))
+        prefix = np.full(n, -1, dtype=np.int64)
+        prefix[valid] = local
+    return keys_by_length, offsets, np.sort(np.concatenate(occurrences)) if occurrences else np.zeros(0, np.int64)
+
+
+def _side_chunks(sides: np.ndarray, keys_by_length: list[np.ndarray], offsets: list[int], base: int):
+    """The terminal chunks of source sides (rows of symbols) as ``(side, chunk)`` tables.
+
+    Returns each chunk's n-gram id (:func:`_ngram_table`; -1 for no chunk, -2 for an n-gram of
+    no sentence), its length and the number of nonterminals between it and the previous chunk,
+    and per side the number of nonterminals after its last chunk.
+    """
+    n_sides, width = sides.shape
+    terminal = sides >= FIRST_WORD
+    opens, closes = terminal.copy(), terminal.copy()
+    opens[:, 1:] &= ~terminal[:, :-1]
+    closes[:, :-1] &= ~terminal[:, 1:]
+    nonterminals = np.cumsum((sides == NT1) | (sides == NT2), axis=1, dtype=np.int16)
+    side, at = np.nonzero(opens)  # chunks in row order
+    length = np.nonzero(closes)[1] - at + 1
+    n_chunks = np.cumsum(opens, axis=1, dtype=np.int16)
+    number = n_chunks[side, at] - 1
+    before = nonterminals[side, at].astype(np.int64)
+    gap = before - np.where(number > 0, np.concatenate([[0], before[:-1]]), 0)
+    last = np.concatenate([number[1:] == 0, [True]])[: len(side)]
+    trailing = nonterminals[:, -1].astype(np.int64)
+    trailing[side[last]] -= before[last]
+    ids = np.zeros(len(side), dtype=np.int64)  # of the prefixes read so far, -2 once absent
+    for size, distinct in enumerate(keys_by_length, 1):
+        longer = np.flatnonzero((length >= size) & (ids >= 0))
+        keys = ids[longer] * base + sides[side[longer], at[longer] + size - 1]
+        found = np.minimum(np.searchsorted(distinct, keys), len(distinct) - 1)
+        ids[longer] = np.where(distinct[found] == keys, found, -2) if len(distinct) else -2
+        ends = longer[(length[longer] == size) & (ids[longer] >= 0)]
+        ids[ends] += offsets[size - 1]
+    tables = [np.full((n_sides, int(n_chunks[:, -1].max(initial=0))), fill, dtype=np.int64) for fill in (-1, 0, 0)]
+    for table, values in zip(tables, (ids, length, gap)):
+        table[side, number] = values
+    return (*tables, trailing)
+
+
+def _match_in_sentences(ids, lengths, gaps, trailing, start, end, occurrences, stride) -> np.ndarray:
+    """Whether side ``p`` matches a span of the sentence ``[start[p], end[p])``, for each pair ``p``.
+
+    Each chunk is matched at its leftmost occurrence after the previous chunk and the
+    nonterminals between them, one token each at least (the greedy of :func:`chunks_match`).
+    """
+    ok = np.ones(len(start), dtype=bool)
+    position = start
+    for chunk in range(ids.shape[1]):
+        here = ids[:, chunk] >= 0
+        floor = ids[:, chunk] * stride + position + gaps[:, chunk]
+        found = occurrences[np.minimum(np.searchsorted(occurrences, floor), len(occurrences) - 1)]
+        ok &= ~here | ((found >= floor) & (found < ids[:, chunk] * stride + end))
+        position = np.where(here, found - ids[:, chunk] * stride + lengths[:, chunk], position)
+    return ok & (position + trailing <= end)
+
+
+def _matching_sides(sides: np.ndarray, tokens: np.ndarray, starts: np.ndarray, batch: int = 4_000_000) -> np.ndarray:
+    """Whether each source side (a row of symbols) can match a span of one of the sentences.
+
+    :func:`clirplug.mt.grammar.chunks_match` for many sides and sentences at once. ``tokens`` are
+    the sentences' word ids (``PAD`` for words of no side), sentence ``s`` being
+    ``tokens[starts[s]:starts[s + 1]]``. A side is tried in the sentences holding its chunk found in
+    the fewest sentences: the first one, then the next 4, 16... until it matches (at most ``batch``
+    side-sentence pairs at once).
+    """
+    n_sentences, stride = len(starts) - 1, len(tokens) + 1
+    base = max(int(sides.max(initial=0)), int(tokens.max(initial=0))) + 1
+    keys_by_length, offsets, occurrences = _ngram_table(tokens, starts, sides.shape[1], base)
+    ids, lengths, gaps, trailing = _side_chunks(sides, keys_by_length, offsets, base)
+    # the sentences holding each n-gram: sorted (n-gram, sentence) pairs, those of n-gram g from holders[g]
+    sentence_of = np.repeat(np.arange(n_sentences), np.diff(starts))
+    pairs = np.unique(occurrences // stride * n_sentences + sentence_of[occurrences % stride])
+    holders = np.searchsorted(pairs, np.arange(offsets[-1] + 1) * n_sentences)
+    no_chunk = ids.shape[1] == 0 or ids[:, 0] == -1
+    matches = no_chunk & (trailing <= np.diff(starts).max(initial=-1))  # nonterminals only
+    candidates = np.flatnonzero(~no_chunk & ~(ids == -2).any(axis=1))
+    counts = np.where(ids[candidates] >= 0, holders[ids[candidates] + 1] - holders[ids[candidates]], n_sentences + 1)
+    pivot = ids[candidates, np.argmin(counts, axis=1)]
+    first, stop, step = holders[pivot], holders[pivot + 1], 1
+    while len(candidates):
+        upto = np.minimum(first + step, stop)
+        total, done = np.cumsum(upto - first), 0
+        while done < len(candidates):
+            end = max(int(np.searchsorted(total, (total[done - 1] if done else 0) + batch, "right")), done + 1)
+            rows, pair = _expand(first[done:end], upto[done:end])
+            side, sentence = candidates[done:end][rows], pairs[pair] % n_sentences
+            ok = _match_in_sentences(
+                ids[side], lengths[side], gaps[side], trailing[side], starts[sentence], starts[sentence + 1], occurrences, stride
+            )
+            matches[side[ok]] = True
+            done = end
+        left = ~matches[candidates] & (upto < stop)
+        candidates, first, stop, step = candidates[left], upto[left], stop[left], step * 4
+    return matches
+
+
 @dataclass
 class ScoredRules:
     """Extracted, scored rules kept as arrays; iterating yields :class:`Rule` objects.
@@ -449,28 +568,13 @@ class ScoredRules:
         The per-corpus form of :func:`clirplug.mt.grammar.filter_for_sentence` (Moses'
         filtering of a model for a test set): cdec and Ture & Lin use per-query grammars.
         """
-        from clirplug.mt.grammar import source_matches
-
-        index: dict[str, set[int]] = {}
-        for number, tokens in enumerate(sentences):
-            for token in tokens:
-                index.setdefault(token, set()).add(number)
-        known = np.zeros(len(self.src_words) + FIRST_WORD, dtype=bool)
-        known[:FIRST_WORD] = True
-        for word_index, word in enumerate(self.src_words):
-            known[FIRST_WORD + word_index] = word in index
-        candidate = known[self.src_rows].all(axis=1)
-        sides, inverse = np.unique(self.src_rows[candidate], axis=0, return_inverse=True)
-        vocabulary = ["", "[X,1]", "[X,2]"] + self.src_words
-        matches = np.zeros(len(sides), dtype=bool)
-        for number, row in enumerate(sides.tolist()):
-            side = tuple(vocabulary[w] for w in row if w != PAD)
-            words = [w for w in side if w not in ("[X,1]", "[X,2]")]
-            pool = set.intersection(*(index[w] for w in words)) if words else range(len(sentences))
-            matches[number] = any(source_matches(side, sentences[s]) for s in pool)
-        keep = np.zeros(len(self), dtype=bool)
-        keep[np.flatnonzero(candidate)[matches[inverse.ravel()]]] = True
-        return self.select(keep)
+        ids = {word: FIRST_WORD + number for number, word in enumerate(self.src_words)}
+        tokens = np.fromiter((ids.get(token, PAD) for tokens in sentences for token in tokens), dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum([len(tokens) for tokens in sentences], dtype=np.int64)])
+        rows = self.src_rows
+        new_side = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]) if len(rows) else np.zeros(0, bool)
+        side = np.cumsum(new_side) - 1  # rules come grouped by source side; a repeated group is only matched twice
+        return self.select(_matching_sides(rows[new_side], tokens, starts)[side])
 
     def _decoded(self, start: int, stop: int):
         """``(source tokens, target tokens, alignment, feature values)`` of rules ``start:stop``."""
