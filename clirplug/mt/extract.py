@@ -318,38 +318,34 @@ def _side_rows(words, start, end, holes, width):
     x1, y1 = np.where(has1, x1, end), np.where(has1, y1, end)
     x2, y2 = np.where(has2, x2, end), np.where(has2, y2, end)
     length0, length1, length2 = x1 - start, x2 - y1, end - y2
-    c1 = length0 + has1
-    c2 = c1 + length1
-    c3 = c2 + has2
-    c4 = c3 + length2
+    hole1_at, hole2_at = length0, length0 + has1 + length1  # slots of the holes (when present)
+    n_symbols = hole2_at + has2 + length2
     n = len(words)
     rows = np.zeros((len(start), width), dtype=np.int64)
     for p in range(width):
-        rows[:, p] = np.select(
-            [p < length0, has1 & (p == length0), p < c2, has2 & (p == c2), p < c4],
-            [
-                words[np.minimum(start + p, n - 1)],
-                s1,
-                words[np.clip(y1 + p - c1, 0, n - 1)],
-                s2,
-                words[np.clip(y2 + p - c3, 0, n - 1)],
-            ],
-            PAD,
-        )
+        # the word in slot p: past a hole, skip the words it covers less the slot it takes
+        position = start + p + (p > hole1_at) * (y1 - x1 - has1) + (p > hole2_at) * (y2 - x2 - has2)
+        word = np.where(p < n_symbols, words[np.clip(position, 0, n - 1)], PAD)
+        rows[:, p] = np.where(has1 & (p == hole1_at), s1, np.where(has2 & (p == hole2_at), s2, word))
     terminals = []
     for j in range(width):
-        terminals.append(
-            np.select(
-                [j < length0, j < length0 + length1, j < length0 + length1 + length2],
-                [start + j, y1 + j - length0, y2 + j - length0 - length1],
-                -1,
-            )
-        )
+        position = start + j + (j >= length0) * (y1 - x1) + (j >= length0 + length1) * (y2 - x2)
+        terminals.append(np.where(j < length0 + length1 + length2, position, -1))
     return rows, terminals
 
 
+def _sorted_ids(keys: np.ndarray) -> np.ndarray:
+    """Each key's rank among the distinct keys (``np.unique``'s inverse), by hashing and sorting only the distinct keys."""
+    import pandas
+
+    codes, distinct = pandas.factorize(keys)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[np.argsort(distinct)] = np.arange(len(distinct))
+    return rank[codes]
+
+
 def _row_ids(rows: np.ndarray, base: int) -> np.ndarray:
-    """Dense ids of identical rows (exact): columns packed into int64 keys, one ``np.unique`` per pack."""
+    """Dense ids of identical rows in row order (exact): columns packed into int64 keys, ranked once per pack."""
     ids = np.zeros(len(rows), dtype=np.int64)
     bound, column = 1, 0
     while column < rows.shape[1]:
@@ -358,7 +354,7 @@ def _row_ids(rows: np.ndarray, base: int) -> np.ndarray:
         while column < rows.shape[1] and bound * base < 2**62:
             key = key * base + rows[:, column]
             bound, column = bound * base, column + 1
-        ids = np.unique(key, return_inverse=True)[1].astype(np.int64).ravel()
+        ids = _sorted_ids(key)
         bound = int(ids.max(initial=0)) + 1
     return ids
 
@@ -380,12 +376,15 @@ def _instance_rows(corpus: _Corpus, links, spans, hole1, hole2, n_src_terms: int
     # internal alignment code: bit j * n_tgt_terms + t for a link of source terminal j and target terminal t
     code = np.zeros(len(spans), dtype=np.int64)
     for j, position in enumerate(src_terminals[:n_src_terms]):
-        valid = position >= 0
+        valid = np.flatnonzero(position >= 0)
         for slot in range(links.shape[1]):
-            e = links[np.maximum(position, 0), slot]
-            ok = valid & (e >= 0)
-            t = e - a - (e >= first[:, 3]) * (first[:, 3] - first[:, 2]) - (e >= second[:, 3]) * (second[:, 3] - second[:, 2])
-            code |= np.where(ok, np.left_shift(1, j * n_tgt_terms + np.where(ok, t, 0)), 0)
+            e = links[position[valid], slot]
+            rows, e = valid[e >= 0], e[e >= 0]
+            # target terminal index: the link's position in the target span less the words of the holes before it
+            t = e - a[rows]
+            for hole in (first[rows], second[rows]):
+                t -= (e >= hole[:, 3]) * (hole[:, 3] - hole[:, 2])
+            code[rows] |= np.left_shift(1, j * n_tgt_terms + t)
 
     def inside(prefix, lo, hi):
         return prefix[hi] - prefix[lo]
@@ -603,18 +602,90 @@ class ScoredRules:
 
     def lines(self):
         """The rules formatted as by :func:`clirplug.mt.grammar.format_rule`, without making Rule objects."""
-        template = " ".join(f"{name}={{{number}!r}}" for number, name in enumerate(FEATURES))
-        for start in range(0, len(self), 100_000):
-            for src, tgt, alignment, values in self._decoded(start, start + 100_000):
-                links = " ".join(f"{i}-{j}" for i, j in alignment)
-                yield f"[X] ||| {' '.join(src)} ||| {' '.join(tgt)} ||| {template.format(*values)} ||| {links}"
+        for text in self.text():
+            yield from text.decode("utf-8").splitlines()
+
+    def text(self, batch: int = 50_000):
+        """The rules' lines (see :meth:`lines`, each ending in a newline) as UTF-8 bytes, ``batch`` rules at a time.
+
+        A line is a row of pieces (words, separators, feature values, links) joined from a table
+        of their bytes; feature values are written by ``repr``, once per distinct value.
+        """
+        pieces = [b""]  # piece 0 is empty: padding, missing links
+
+        def add(texts) -> np.ndarray:
+            first = len(pieces)
+            pieces.extend(text.encode("utf-8") for text in texts)
+            return np.arange(first, len(pieces))
+
+        def side_pieces(words):  # (column > 0, symbol) -> piece: the symbol's text, a space before all but the first
+            names = ["[X,1]", "[X,2]"] + words
+            table = np.zeros((2, FIRST_WORD + len(words)), dtype=np.int64)
+            table[0, NT1:], table[1, NT1:] = add(names), add(" " + name for name in names)
+            return table
+
+        src_pieces, tgt_pieces = side_pieces(self.src_words), side_pieces(self.tgt_words)
+        src_width, tgt_width = self.src_rows.shape[1], self.tgt_rows.shape[1]
+        # (not the first link, source position, target position) -> piece
+        link_pieces = np.stack([
+            add(f"{i}-{j}" for i in range(src_width) for j in range(tgt_width)),
+            add(f" {i}-{j}" for i in range(src_width) for j in range(tgt_width)),
+        ]).reshape(2, src_width, tgt_width)  # fmt: skip
+        opening, between_sides = add(["[X] ||| ", " ||| "])
+        names = add(f"{' ||| ' if number == 0 else ' '}{name}=" for number, name in enumerate(FEATURES))
+        before_links, newline = add([" ||| ", "\n"])
+        bits, value_of = np.unique(self.features.view(np.int64), return_inverse=True)
+        value_pieces = add(map(repr, bits.view(np.float64).tolist()))[value_of.reshape(self.features.shape)]
+        pieces = np.array(pieces, dtype=object)
+        columns = np.arange(max(src_width, tgt_width)) > 0
+        for start in range(0, len(self), batch):
+            stop = min(start + batch, len(self))
+            src_rows, tgt_rows, codes = self.src_rows[start:stop], self.tgt_rows[start:stop], self.codes[start:stop]
+            n = stop - start
+            features = np.empty((n, 2 * len(FEATURES)), dtype=np.int64)
+            features[:, 0::2], features[:, 1::2] = names, value_pieces[start:stop]
+            row = np.concatenate([
+                np.full((n, 1), opening), src_pieces[columns[:src_width].astype(int), src_rows],
+                np.full((n, 1), between_sides), tgt_pieces[columns[:tgt_width].astype(int), tgt_rows],
+                features, np.full((n, 1), before_links), self._link_pieces(src_rows, tgt_rows, codes, link_pieces),
+                np.full((n, 1), newline),
+            ], axis=1).ravel()  # fmt: skip
+            yield b"".join(pieces[row[row > 0]].tolist())
+
+    def _link_pieces(self, src_rows, tgt_rows, codes, link_pieces) -> np.ndarray:
+        """Per rule, the pieces of its links ``i-j`` in order (bit ``j * n_tgt_terms + t`` links source terminal
+        ``j`` and target terminal ``t``: ascending bits are ascending ``(i, j)``), 0 after the last."""
+        n = len(codes)
+
+        def terminal_positions(rows):
+            rank = np.cumsum(rows >= FIRST_WORD, axis=1) - 1
+            at = np.zeros(rows.shape, dtype=np.int64)
+            row, column = np.nonzero(rows >= FIRST_WORD)
+            at[row, rank[row, column]] = column
+            return at
+
+        src_at, tgt_at = terminal_positions(src_rows), terminal_positions(tgt_rows)
+        links = np.zeros((n, int(np.bitwise_count(codes).max(initial=0))), dtype=np.int64)
+        count = np.zeros(n, dtype=np.int64)
+        for bit in range(int(codes.max(initial=0)).bit_length()):
+            rows = np.flatnonzero((codes >> bit) & 1)
+            j, t = divmod(bit, self.n_tgt_terms)
+            links[rows, count[rows]] = link_pieces[np.minimum(count[rows], 1), src_at[rows, j], tgt_at[rows, t]]
+            count[rows] += 1
+        return links
 
     def write(self, path, progress: bool = False) -> None:
         """Write the grammar (cdec format, gzip for ``.gz``), byte-identical to ``write_grammar(self, path)``."""
-        from clirplug.mt.grammar import write_grammar_lines
+        from clirplug.mt.grammar import write_grammar_bytes
 
-        with _bar(len(self), "writing rules", " rules", progress, self.lines()) as lines:
-            write_grammar_lines(lines, path)
+        with _bar(len(self), "writing rules", " rules", progress) as bar:
+
+            def texts():
+                for start, text in zip(range(0, len(self), 50_000), self.text(50_000)):
+                    yield text
+                    bar.update(min(50_000, len(self) - start))
+
+            write_grammar_bytes(texts(), path)
 
 
 def _bar(total: int, desc: str, unit: str, progress: bool, iterable=None):
@@ -653,7 +724,7 @@ def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_
 
     base = len(corpus.src_words) + FIRST_WORD
     src_id, tgt_id = _row_ids(src_rows, base), _row_ids(tgt_rows, base)
-    pair = np.unique(src_id * (int(tgt_id.max(initial=0)) + 1) + tgt_id, return_inverse=True)[1].ravel()
+    pair = _sorted_ids(src_id * (int(tgt_id.max(initial=0)) + 1) + tgt_id)
 
     # (rule, alignment) groups; the best group of a rule has the largest count, then the smallest code
     order = np.lexsort((code, pair))
