@@ -25,7 +25,9 @@ smallest code ``Σ 2^(j·T + t)`` over the links of the j-th source and t-th tar
 ``T`` the maximal number of target terminals). Nonterminals take no part in the lexical weights.
 
 Everything after reading runs on whole-corpus numpy arrays: phrase spans are found for all
-sentences at once, rule sides are encoded as rows of word ids and counted with ``np.unique``.
+sentences at once, rule sides are encoded as rows of word ids and counted by hashing them
+(``pandas.factorize``); filtering for a test set matches all source sides against all its
+sentences at once, and the grammar is written from a table of byte pieces.
 """
 
 from __future__ import annotations
