@@ -683,9 +683,9 @@ class ScoredRules:
         with _bar(len(self), "writing rules", " rules", progress) as bar:
 
             def texts():
-                for start, text in zip(range(0, len(self), 50_000), self.text(50_000)):
+                for text in self.text():
                     yield text
-                    bar.update(min(50_000, len(self) - start))
+                    bar.update(text.count(b"\n"))  # one line a rule
 
             write_grammar_bytes(texts(), path)
 
