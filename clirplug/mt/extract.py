@@ -25,7 +25,9 @@ smallest code ``Σ 2^(j·T + t)`` over the links of the j-th source and t-th tar
 ``T`` the maximal number of target terminals). Nonterminals take no part in the lexical weights.
 
 Everything after reading runs on whole-corpus numpy arrays: phrase spans are found for all
-sentences at once, rule sides are encoded as rows of word ids and counted with ``np.unique``.
+sentences at once, rule sides are encoded as rows of word ids and counted by hashing them
+(``pandas.factorize``); filtering for a test set matches all source sides against all its
+sentences at once, and the grammar is written from a table of byte pieces.
 """
 
 from __future__ import annotations
@@ -318,38 +320,34 @@ def _side_rows(words, start, end, holes, width):
     x1, y1 = np.where(has1, x1, end), np.where(has1, y1, end)
     x2, y2 = np.where(has2, x2, end), np.where(has2, y2, end)
     length0, length1, length2 = x1 - start, x2 - y1, end - y2
-    c1 = length0 + has1
-    c2 = c1 + length1
-    c3 = c2 + has2
-    c4 = c3 + length2
+    hole1_at, hole2_at = length0, length0 + has1 + length1  # slots of the holes (when present)
+    n_symbols = hole2_at + has2 + length2
     n = len(words)
     rows = np.zeros((len(start), width), dtype=np.int64)
     for p in range(width):
-        rows[:, p] = np.select(
-            [p < length0, has1 & (p == length0), p < c2, has2 & (p == c2), p < c4],
-            [
-                words[np.minimum(start + p, n - 1)],
-                s1,
-                words[np.clip(y1 + p - c1, 0, n - 1)],
-                s2,
-                words[np.clip(y2 + p - c3, 0, n - 1)],
-            ],
-            PAD,
-        )
+        # the word in slot p: past a hole, skip the words it covers less the slot it takes
+        position = start + p + (p > hole1_at) * (y1 - x1 - has1) + (p > hole2_at) * (y2 - x2 - has2)
+        word = np.where(p < n_symbols, words[np.clip(position, 0, n - 1)], PAD)
+        rows[:, p] = np.where(has1 & (p == hole1_at), s1, np.where(has2 & (p == hole2_at), s2, word))
     terminals = []
     for j in range(width):
-        terminals.append(
-            np.select(
-                [j < length0, j < length0 + length1, j < length0 + length1 + length2],
-                [start + j, y1 + j - length0, y2 + j - length0 - length1],
-                -1,
-            )
-        )
+        position = start + j + (j >= length0) * (y1 - x1) + (j >= length0 + length1) * (y2 - x2)
+        terminals.append(np.where(j < length0 + length1 + length2, position, -1))
     return rows, terminals
 
 
+def _sorted_ids(keys: np.ndarray) -> np.ndarray:
+    """Each key's rank among the distinct keys (``np.unique``'s inverse), by hashing and sorting only the distinct keys."""
+    import pandas
+
+    codes, distinct = pandas.factorize(keys)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[np.argsort(distinct)] = np.arange(len(distinct))
+    return rank[codes]
+
+
 def _row_ids(rows: np.ndarray, base: int) -> np.ndarray:
-    """Dense ids of identical rows (exact): columns packed into int64 keys, one ``np.unique`` per pack."""
+    """Dense ids of identical rows in row order (exact): columns packed into int64 keys, ranked once per pack."""
     ids = np.zeros(len(rows), dtype=np.int64)
     bound, column = 1, 0
     while column < rows.shape[1]:
@@ -358,7 +356,7 @@ def _row_ids(rows: np.ndarray, base: int) -> np.ndarray:
         while column < rows.shape[1] and bound * base < 2**62:
             key = key * base + rows[:, column]
             bound, column = bound * base, column + 1
-        ids = np.unique(key, return_inverse=True)[1].astype(np.int64).ravel()
+        ids = _sorted_ids(key)
         bound = int(ids.max(initial=0)) + 1
     return ids
 
@@ -380,12 +378,15 @@ def _instance_rows(corpus: _Corpus, links, spans, hole1, hole2, n_src_terms: int
     # internal alignment code: bit j * n_tgt_terms + t for a link of source terminal j and target terminal t
     code = np.zeros(len(spans), dtype=np.int64)
     for j, position in enumerate(src_terminals[:n_src_terms]):
-        valid = position >= 0
+        valid = np.flatnonzero(position >= 0)
         for slot in range(links.shape[1]):
-            e = links[np.maximum(position, 0), slot]
-            ok = valid & (e >= 0)
-            t = e - a - (e >= first[:, 3]) * (first[:, 3] - first[:, 2]) - (e >= second[:, 3]) * (second[:, 3] - second[:, 2])
-            code |= np.where(ok, np.left_shift(1, j * n_tgt_terms + np.where(ok, t, 0)), 0)
+            e = links[position[valid], slot]
+            rows, e = valid[e >= 0], e[e >= 0]
+            # target terminal index: the link's position in the target span less the words of the holes before it
+            t = e - a[rows]
+            for hole in (first[rows], second[rows]):
+                t -= (e >= hole[:, 3]) * (hole[:, 3] - hole[:, 2])
+            code[rows] |= np.left_shift(1, j * n_tgt_terms + t)
 
     def inside(prefix, lo, hi):
         return prefix[hi] - prefix[lo]
@@ -406,6 +407,125 @@ def _significant(values: np.ndarray, digits: int = 6) -> np.ndarray:
     up = 10.0 ** np.maximum(shift, 0)
     down = 10.0 ** np.maximum(-shift, 0)
     return np.where(shift >= 0, np.round(values * up) / up, np.round(values / down) * down) + 0.0
+
+
+# ---------------------------------------------------------------- filtering for a test set
+
+
+def _ngram_table(tokens: np.ndarray, starts: np.ndarray, max_length: int, base: int):
+    """Ids and occurrences of every n-gram (up to ``max_length`` words) of the sentences.
+
+    Returns per length the sorted keys ``id of the prefix * base + last word`` (an n-gram's id is
+    its key's index plus the length's offset), the offsets, and the sorted occurrences
+    ``id * (len(tokens) + 1) + global position of the first word``.
+    """
+    n = len(tokens)
+    end = np.repeat(starts[1:], np.diff(starts))
+    position = np.arange(n)
+    prefix, keys_by_length, offsets, occurrences = np.zeros(n, dtype=np.int64), [], [0], []
+    for length in range(1, max_length + 1):
+        valid = position + length <= end
+        keys = prefix * base + tokens[np.minimum(position + length - 1, n - 1)]
+        distinct, local = np.unique(keys[valid], return_inverse=True)
+        keys_by_length.append(distinct)
+        occurrences.append((offsets[-1] + local) * (n + 1) + position[valid])
+        offsets.append(offsets[-1] + len(distinct))
+        prefix = np.full(n, -1, dtype=np.int64)
+        prefix[valid] = local
+    return keys_by_length, offsets, np.sort(np.concatenate(occurrences)) if occurrences else np.zeros(0, np.int64)
+
+
+def _side_chunks(sides: np.ndarray, keys_by_length: list[np.ndarray], offsets: list[int], base: int):
+    """The terminal chunks of source sides (rows of symbols) as ``(side, chunk)`` tables.
+
+    Returns each chunk's n-gram id (:func:`_ngram_table`; -1 for no chunk, -2 for an n-gram of
+    no sentence), its length and the number of nonterminals between it and the previous chunk,
+    and per side the number of nonterminals after its last chunk.
+    """
+    n_sides, width = sides.shape
+    terminal = sides >= FIRST_WORD
+    opens, closes = terminal.copy(), terminal.copy()
+    opens[:, 1:] &= ~terminal[:, :-1]
+    closes[:, :-1] &= ~terminal[:, 1:]
+    nonterminals = np.cumsum((sides == NT1) | (sides == NT2), axis=1, dtype=np.int16)
+    side, at = np.nonzero(opens)  # chunks in row order
+    length = np.nonzero(closes)[1] - at + 1
+    n_chunks = np.cumsum(opens, axis=1, dtype=np.int16)
+    number = n_chunks[side, at] - 1
+    before = nonterminals[side, at].astype(np.int64)
+    gap = before - np.where(number > 0, np.concatenate([[0], before[:-1]]), 0)
+    last = np.concatenate([number[1:] == 0, [True]])[: len(side)]
+    trailing = nonterminals[:, -1].astype(np.int64)
+    trailing[side[last]] -= before[last]
+    ids = np.zeros(len(side), dtype=np.int64)  # of the prefixes read so far, -2 once absent
+    for size, distinct in enumerate(keys_by_length, 1):
+        longer = np.flatnonzero((length >= size) & (ids >= 0))
+        keys = ids[longer] * base + sides[side[longer], at[longer] + size - 1]
+        found = np.minimum(np.searchsorted(distinct, keys), len(distinct) - 1)
+        ids[longer] = np.where(distinct[found] == keys, found, -2) if len(distinct) else -2
+        ends = longer[(length[longer] == size) & (ids[longer] >= 0)]
+        ids[ends] += offsets[size - 1]
+    tables = [np.full((n_sides, int(n_chunks[:, -1].max(initial=0))), fill, dtype=np.int64) for fill in (-1, 0, 0)]
+    for table, values in zip(tables, (ids, length, gap)):
+        table[side, number] = values
+    return (*tables, trailing)
+
+
+def _match_in_sentences(ids, lengths, gaps, trailing, start, end, occurrences, stride) -> np.ndarray:
+    """Whether side ``p`` matches a span of the sentence ``[start[p], end[p])``, for each pair ``p``.
+
+    Each chunk is matched at its leftmost occurrence after the previous chunk and the
+    nonterminals between them, one token each at least (the greedy of :func:`chunks_match`).
+    """
+    ok = np.ones(len(start), dtype=bool)
+    position = start
+    for chunk in range(ids.shape[1]):
+        here = ids[:, chunk] >= 0
+        floor = ids[:, chunk] * stride + position + gaps[:, chunk]
+        found = occurrences[np.minimum(np.searchsorted(occurrences, floor), len(occurrences) - 1)]
+        ok &= ~here | ((found >= floor) & (found < ids[:, chunk] * stride + end))
+        position = np.where(here, found - ids[:, chunk] * stride + lengths[:, chunk], position)
+    return ok & (position + trailing <= end)
+
+
+def _matching_sides(sides: np.ndarray, tokens: np.ndarray, starts: np.ndarray, batch: int = 4_000_000) -> np.ndarray:
+    """Whether each source side (a row of symbols) can match a span of one of the sentences.
+
+    :func:`clirplug.mt.grammar.chunks_match` for many sides and sentences at once. ``tokens`` are
+    the sentences' word ids (``PAD`` for words of no side), sentence ``s`` being
+    ``tokens[starts[s]:starts[s + 1]]``. A side is tried in the sentences holding its chunk found in
+    the fewest sentences: the first one, then the next 4, 16... until it matches (at most ``batch``
+    side-sentence pairs at once).
+    """
+    n_sentences, stride = len(starts) - 1, len(tokens) + 1
+    base = max(int(sides.max(initial=0)), int(tokens.max(initial=0))) + 1
+    keys_by_length, offsets, occurrences = _ngram_table(tokens, starts, sides.shape[1], base)
+    ids, lengths, gaps, trailing = _side_chunks(sides, keys_by_length, offsets, base)
+    # the sentences holding each n-gram: sorted (n-gram, sentence) pairs, those of n-gram g from holders[g]
+    sentence_of = np.repeat(np.arange(n_sentences), np.diff(starts))
+    pairs = np.unique(occurrences // stride * n_sentences + sentence_of[occurrences % stride])
+    holders = np.searchsorted(pairs, np.arange(offsets[-1] + 1) * n_sentences)
+    no_chunk = ids.shape[1] == 0 or ids[:, 0] == -1
+    matches = no_chunk & (trailing <= np.diff(starts).max(initial=-1))  # nonterminals only
+    candidates = np.flatnonzero(~no_chunk & ~(ids == -2).any(axis=1))
+    counts = np.where(ids[candidates] >= 0, holders[ids[candidates] + 1] - holders[ids[candidates]], n_sentences + 1)
+    pivot = ids[candidates, np.argmin(counts, axis=1)]
+    first, stop, step = holders[pivot], holders[pivot + 1], 1
+    while len(candidates):
+        upto = np.minimum(first + step, stop)
+        total, done = np.cumsum(upto - first), 0
+        while done < len(candidates):
+            end = max(int(np.searchsorted(total, (total[done - 1] if done else 0) + batch, "right")), done + 1)
+            rows, pair = _expand(first[done:end], upto[done:end])
+            side, sentence = candidates[done:end][rows], pairs[pair] % n_sentences
+            ok = _match_in_sentences(
+                ids[side], lengths[side], gaps[side], trailing[side], starts[sentence], starts[sentence + 1], occurrences, stride
+            )
+            matches[side[ok]] = True
+            done = end
+        left = ~matches[candidates] & (upto < stop)
+        candidates, first, stop, step = candidates[left], upto[left], stop[left], step * 4
+    return matches
 
 
 @dataclass
@@ -449,28 +569,13 @@ class ScoredRules:
         The per-corpus form of :func:`clirplug.mt.grammar.filter_for_sentence` (Moses'
         filtering of a model for a test set): cdec and Ture & Lin use per-query grammars.
         """
-        from clirplug.mt.grammar import source_matches
-
-        index: dict[str, set[int]] = {}
-        for number, tokens in enumerate(sentences):
-            for token in tokens:
-                index.setdefault(token, set()).add(number)
-        known = np.zeros(len(self.src_words) + FIRST_WORD, dtype=bool)
-        known[:FIRST_WORD] = True
-        for word_index, word in enumerate(self.src_words):
-            known[FIRST_WORD + word_index] = word in index
-        candidate = known[self.src_rows].all(axis=1)
-        sides, inverse = np.unique(self.src_rows[candidate], axis=0, return_inverse=True)
-        vocabulary = ["", "[X,1]", "[X,2]"] + self.src_words
-        matches = np.zeros(len(sides), dtype=bool)
-        for number, row in enumerate(sides.tolist()):
-            side = tuple(vocabulary[w] for w in row if w != PAD)
-            words = [w for w in side if w not in ("[X,1]", "[X,2]")]
-            pool = set.intersection(*(index[w] for w in words)) if words else range(len(sentences))
-            matches[number] = any(source_matches(side, sentences[s]) for s in pool)
-        keep = np.zeros(len(self), dtype=bool)
-        keep[np.flatnonzero(candidate)[matches[inverse.ravel()]]] = True
-        return self.select(keep)
+        ids = {word: FIRST_WORD + number for number, word in enumerate(self.src_words)}
+        tokens = np.fromiter((ids.get(token, PAD) for tokens in sentences for token in tokens), dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum([len(tokens) for tokens in sentences], dtype=np.int64)])
+        rows = self.src_rows
+        new_side = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]) if len(rows) else np.zeros(0, bool)
+        side = np.cumsum(new_side) - 1  # rules come grouped by source side; a repeated group is only matched twice
+        return self.select(_matching_sides(rows[new_side], tokens, starts)[side])
 
     def _decoded(self, start: int, stop: int):
         """``(source tokens, target tokens, alignment, feature values)`` of rules ``start:stop``."""
@@ -499,18 +604,90 @@ class ScoredRules:
 
     def lines(self):
         """The rules formatted as by :func:`clirplug.mt.grammar.format_rule`, without making Rule objects."""
-        template = " ".join(f"{name}={{{number}!r}}" for number, name in enumerate(FEATURES))
-        for start in range(0, len(self), 100_000):
-            for src, tgt, alignment, values in self._decoded(start, start + 100_000):
-                links = " ".join(f"{i}-{j}" for i, j in alignment)
-                yield f"[X] ||| {' '.join(src)} ||| {' '.join(tgt)} ||| {template.format(*values)} ||| {links}"
+        for text in self.text():
+            yield from text.decode("utf-8").splitlines()
+
+    def text(self, batch: int = 50_000):
+        """The rules' lines (see :meth:`lines`, each ending in a newline) as UTF-8 bytes, ``batch`` rules at a time.
+
+        A line is a row of pieces (words, separators, feature values, links) joined from a table
+        of their bytes; feature values are written by ``repr``, once per distinct value.
+        """
+        pieces = [b""]  # piece 0 is empty: padding, missing links
+
+        def add(texts) -> np.ndarray:
+            first = len(pieces)
+            pieces.extend(text.encode("utf-8") for text in texts)
+            return np.arange(first, len(pieces))
+
+        def side_pieces(words):  # (column > 0, symbol) -> piece: the symbol's text, a space before all but the first
+            names = ["[X,1]", "[X,2]"] + words
+            table = np.zeros((2, FIRST_WORD + len(words)), dtype=np.int64)
+            table[0, NT1:], table[1, NT1:] = add(names), add(" " + name for name in names)
+            return table
+
+        src_pieces, tgt_pieces = side_pieces(self.src_words), side_pieces(self.tgt_words)
+        src_width, tgt_width = self.src_rows.shape[1], self.tgt_rows.shape[1]
+        # (not the first link, source position, target position) -> piece
+        link_pieces = np.stack([
+            add(f"{i}-{j}" for i in range(src_width) for j in range(tgt_width)),
+            add(f" {i}-{j}" for i in range(src_width) for j in range(tgt_width)),
+        ]).reshape(2, src_width, tgt_width)  # fmt: skip
+        opening, between_sides = add(["[X] ||| ", " ||| "])
+        names = add(f"{' ||| ' if number == 0 else ' '}{name}=" for number, name in enumerate(FEATURES))
+        before_links, newline = add([" ||| ", "\n"])
+        bits, value_of = np.unique(self.features.view(np.int64), return_inverse=True)
+        value_pieces = add(map(repr, bits.view(np.float64).tolist()))[value_of.reshape(self.features.shape)]
+        pieces = np.array(pieces, dtype=object)
+        columns = np.arange(max(src_width, tgt_width)) > 0
+        for start in range(0, len(self), batch):
+            stop = min(start + batch, len(self))
+            src_rows, tgt_rows, codes = self.src_rows[start:stop], self.tgt_rows[start:stop], self.codes[start:stop]
+            n = stop - start
+            features = np.empty((n, 2 * len(FEATURES)), dtype=np.int64)
+            features[:, 0::2], features[:, 1::2] = names, value_pieces[start:stop]
+            row = np.concatenate([
+                np.full((n, 1), opening), src_pieces[columns[:src_width].astype(int), src_rows],
+                np.full((n, 1), between_sides), tgt_pieces[columns[:tgt_width].astype(int), tgt_rows],
+                features, np.full((n, 1), before_links), self._link_pieces(src_rows, tgt_rows, codes, link_pieces),
+                np.full((n, 1), newline),
+            ], axis=1).ravel()  # fmt: skip
+            yield b"".join(pieces[row[row > 0]].tolist())
+
+    def _link_pieces(self, src_rows, tgt_rows, codes, link_pieces) -> np.ndarray:
+        """Per rule, the pieces of its links ``i-j`` in order (bit ``j * n_tgt_terms + t`` links source terminal
+        ``j`` and target terminal ``t``: ascending bits are ascending ``(i, j)``), 0 after the last."""
+        n = len(codes)
+
+        def terminal_positions(rows):
+            rank = np.cumsum(rows >= FIRST_WORD, axis=1) - 1
+            at = np.zeros(rows.shape, dtype=np.int64)
+            row, column = np.nonzero(rows >= FIRST_WORD)
+            at[row, rank[row, column]] = column
+            return at
+
+        src_at, tgt_at = terminal_positions(src_rows), terminal_positions(tgt_rows)
+        links = np.zeros((n, int(np.bitwise_count(codes).max(initial=0))), dtype=np.int64)
+        count = np.zeros(n, dtype=np.int64)
+        for bit in range(int(codes.max(initial=0)).bit_length()):
+            rows = np.flatnonzero((codes >> bit) & 1)
+            j, t = divmod(bit, self.n_tgt_terms)
+            links[rows, count[rows]] = link_pieces[np.minimum(count[rows], 1), src_at[rows, j], tgt_at[rows, t]]
+            count[rows] += 1
+        return links
 
     def write(self, path, progress: bool = False) -> None:
         """Write the grammar (cdec format, gzip for ``.gz``), byte-identical to ``write_grammar(self, path)``."""
-        from clirplug.mt.grammar import write_grammar_lines
+        from clirplug.mt.grammar import write_grammar_bytes
 
-        with _bar(len(self), "writing rules", " rules", progress, self.lines()) as lines:
-            write_grammar_lines(lines, path)
+        with _bar(len(self), "writing rules", " rules", progress) as bar:
+
+            def texts():
+                for text in self.text():
+                    yield text
+                    bar.update(text.count(b"\n"))  # one line a rule
+
+            write_grammar_bytes(texts(), path)
 
 
 def _bar(total: int, desc: str, unit: str, progress: bool, iterable=None):
@@ -549,7 +726,7 @@ def _score(corpus: _Corpus, phrases, instances, weight, n_src_terms: int, n_tgt_
 
     base = len(corpus.src_words) + FIRST_WORD
     src_id, tgt_id = _row_ids(src_rows, base), _row_ids(tgt_rows, base)
-    pair = np.unique(src_id * (int(tgt_id.max(initial=0)) + 1) + tgt_id, return_inverse=True)[1].ravel()
+    pair = _sorted_ids(src_id * (int(tgt_id.max(initial=0)) + 1) + tgt_id)
 
     # (rule, alignment) groups; the best group of a rule has the largest count, then the smallest code
     order = np.lexsort((code, pair))

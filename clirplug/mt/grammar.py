@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import io
+import itertools
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -302,17 +303,17 @@ def write_grammar(rules: Iterable[Rule], path) -> None:
 
 def write_grammar_lines(lines: Iterable[str], path, batch: int = 20000) -> None:
     """Write already formatted rule lines (see :func:`write_grammar`)."""
+    lines = iter(lines)
+    write_grammar_bytes(iter(lambda: "".join(line + "\n" for line in itertools.islice(lines, batch)).encode("utf-8"), b""), path)
+
+
+def write_grammar_bytes(texts: Iterable[bytes], path) -> None:
+    """Write already formatted and encoded rule lines, each ending in a newline (see :func:`write_grammar`)."""
     path = Path(path)
     with atomic_open(path, "wb") as raw:
         handle = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) if path.suffix == ".gz" else raw
-        chunk = []
-        for line in lines:
-            chunk.append(line)
-            if len(chunk) >= batch:
-                handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
-                chunk = []
-        if chunk:
-            handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
+        for text in texts:
+            handle.write(text)
         if handle is not raw:
             handle.close()
 

@@ -6,11 +6,22 @@ import math
 import random
 import sys
 
+import numpy as np
 import pytest
 
 from clirplug.errors import ClirplugError
-from clirplug.mt.extract import ParallelText, extract_flat, extract_hiero, read_parallel
-from clirplug.mt.grammar import filter_for_sentence, format_rule, read_grammar, write_grammar
+from clirplug.mt.extract import (
+    FIRST_WORD,
+    NT1,
+    NT2,
+    PAD,
+    ParallelText,
+    _matching_sides,
+    extract_flat,
+    extract_hiero,
+    read_parallel,
+)
+from clirplug.mt.grammar import filter_for_sentence, format_rule, read_grammar, source_matches, write_grammar
 
 import extract_reference as reference
 from extract_reference import hiero_choices, phrase_pairs, tight_phrase_pairs
@@ -285,6 +296,15 @@ def test_extracted_grammar_round_trips(toy, tmp_path):
     assert list(rules.lines()) == [format_rule(rule) for rule in rules]
 
 
+def test_lines_write_tricky_feature_values_as_format_rule(toy):
+    """Values are written by ``repr`` once per distinct bit pattern: -0.0 stays apart from 0.0."""
+    rules = extract_hiero(toy)
+    tricky = [0.0, -0.0, 1e-05, 1e-4, 1e16, 1e15, -2.5, 5e-324, 1.7976931348623157e308, 123456.0, 0.1 + 0.2, 3.0]
+    rules.features = np.resize(np.array(tricky), rules.features.shape)
+    assert list(rules.lines()) == [format_rule(rule) for rule in rules]
+    assert b"".join(rules.text(batch=3)).decode("utf-8") == "".join(format_rule(rule) + "\n" for rule in rules)
+
+
 class _Terminal(io.StringIO):
     def isatty(self):
         return True
@@ -313,6 +333,24 @@ def test_for_sentences_equals_filter_for_sentence(seed):
     kept = list(extract_hiero(text).for_sentences(queries))
     assert set(kept) == expected and len(kept) == len(expected)
     assert [rule for rule in rules if rule in expected] == kept  # order kept
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matching_sides_equals_source_matches(seed):
+    """The vectorized filter against the greedy matcher, on sides with adjacent or only nonterminals and empty sentences."""
+    rng = random.Random(seed)
+    words, width = ["a", "b", "c", "d"], 7
+    vocabulary = ["", "[X,1]", "[X,2]"] + words
+    for _ in range(40):
+        sentences = [[rng.choice(words + ["q"]) for _ in range(rng.randint(0, 7))] for _ in range(rng.randint(0, 4))]
+        sides = []
+        for _ in range(60):
+            row = [rng.choice([FIRST_WORD + w for w in range(len(words))] + [NT1, NT2]) for _ in range(rng.randint(0, width))]
+            sides.append(row + [PAD] * (width - len(row)))
+        tokens = np.array([vocabulary.index(t) if t in words else PAD for s in sentences for t in s], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
+        expected = [any(source_matches(tuple(vocabulary[w] for w in row if w != PAD), s) for s in sentences) for row in sides]
+        assert _matching_sides(np.array(sides, dtype=np.int32), tokens, starts, batch=50).tolist() == expected
 
 
 # ---------------------------------------------------------------- TESTS: input errors
