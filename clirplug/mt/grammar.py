@@ -110,10 +110,11 @@ def _check_nonterminals(src: tuple[str, ...], tgt: tuple[str, ...], where: str) 
     src_links, tgt_links = [], []
     for side, links in ((src, src_links), (tgt, tgt_links)):
         for token in side:
-            if is_nonterminal(token):
-                if NONTERMINAL.match(token).group(2) is None:
+            match = NONTERMINAL.match(token) if token[0] == "[" else None  # is_nonterminal, matched once
+            if match is not None:
+                if match.group(2) is None:
                     raise ClirplugError(f"{where}: nonterminal {token!r} needs an index, as in [X,1]")
-                links.append(nt_index(token))
+                links.append(int(match.group(2)))
     if sorted(src_links) != list(range(1, len(src_links) + 1)):
         raise ClirplugError(f"{where}: source nonterminals must be indexed 1..{len(src_links)}, got {src_links}")
     if sorted(tgt_links) != sorted(src_links):

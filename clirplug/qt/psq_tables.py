@@ -29,6 +29,7 @@ Files (:meth:`PsqTable.save`, :meth:`PsqTable.load`, see ``docs/psq.md``): JSON
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -415,12 +416,13 @@ class PsqSettings(Settings):
 
 
 class GrammarIndex:
-    """The rules of a grammar by their first source terminal, prepared once for the Pr_grammar of many sentences.
+    """The rules of a grammar by their rarest terminal chunk, prepared once for the Pr_grammar of many sentences.
 
     :meth:`table` equals :func:`grammar_table` of the rules filed under the sentence's distinct
-    words (in sentence order), number for number, but checks each run of consecutive rules
-    sharing a source side once and derives each rule's links and likelihood once per
-    heuristic, whatever the number of sentences and settings (a tuning grid).
+    words by first source terminal (in sentence order), number for number, but looks up only the
+    source sides whose rarest chunk of consecutive terminals is a phrase of the sentence, checks
+    each run of consecutive rules sharing a source side once and derives each rule's links and
+    likelihood once per heuristic, whatever the number of sentences and settings (a tuning grid).
     """
 
     def __init__(self, rules, feature: str = GRAMMAR_FEATURE):
@@ -428,17 +430,21 @@ class GrammarIndex:
         self._rules = rules  # indexed on the first table
 
     @cached_property
-    def _runs(self) -> dict[str, list[list]]:
-        """First source terminal -> runs of consecutive rules sharing a source side, each
-        ``[its terminals, its chunks, rules, {heuristic: prepared rules} or None]``."""
+    def _runs(self) -> dict[tuple[str, ...], list[list]]:
+        """Rarest terminal chunk -> runs of consecutive rules sharing a source side, each
+        ``[its first terminal, its file order, its terminals, its chunks, rules, {heuristic: prepared rules} or None]``.
+
+        A run matching a sentence has each chunk as a phrase of it, so it is found under the phrase
+        its rarest chunk (the one the fewest runs hold) is.
+        """
         from clirplug.mt.grammar import is_nonterminal, source_chunks
 
-        runs: dict[str, list[list]] = {}
+        runs: list[list] = []
         shared: dict[frozenset, frozenset] = {}  # one object per set of terminals
         src = run = None
         for rule in self._rules:
             if run is not None and rule.src == src:
-                run[2].append(rule)
+                run[4].append(rule)
                 continue
             src = rule.src
             terminals = [t for t in src if not is_nonterminal(t)]
@@ -446,10 +452,20 @@ class GrammarIndex:
                 run = None
                 continue
             words = frozenset(terminals)
-            run = [shared.setdefault(words, words), source_chunks(src), [rule], None]
-            runs.setdefault(terminals[0], []).append(run)
+            run = [terminals[0], len(runs), shared.setdefault(words, words), source_chunks(src), [rule], None]
+            runs.append(run)
         self._rules = None
-        return runs
+        holders = Counter(chunk for run in runs for chunk in {terminals for _, terminals in run[3][0]})
+        by_chunk: dict[tuple[str, ...], list[list]] = {}
+        for run in runs:
+            rarest = min((terminals for _, terminals in run[3][0]), key=holders.__getitem__)
+            by_chunk.setdefault(rarest, []).append(run)
+        return by_chunk
+
+    @cached_property
+    def _longest(self) -> int:
+        """The most terminals of a chunk under which runs are filed."""
+        return max(map(len, self._runs), default=0)
 
     def table(self, tokens: Sequence[str], heuristic: str = "one-to-many") -> PsqTable:
         """Pr_grammar of one sentence: :func:`grammar_table` of the rules whose first source terminal is a
@@ -457,22 +473,26 @@ class GrammarIndex:
         from clirplug.mt.grammar import chunks_match, is_nonterminal
 
         tokens = list(tokens)
+        by_chunk = self._runs
         vocabulary = set(tokens)
+        phrases = {tuple(tokens[i:j]) for i in range(len(tokens))
+                   for j in range(i + 1, min(len(tokens), i + self._longest) + 1)}
+        matched = [run for phrase in phrases for run in by_chunk.get(phrase, ())
+                   if run[2] <= vocabulary and chunks_match(run[3], tokens)]
+        word_order = {word: i for i, word in enumerate(dict.fromkeys(tokens))}
+        matched.sort(key=lambda run: (word_order[run[0]], run[1]))  # grammar_table's order: sums bit for bit
         masses: dict[str, Distribution] = {}
-        for word in dict.fromkeys(tokens):
-            for run in self._runs.get(word, ()):
-                terminals, chunks, rules, prepared = run
-                if not terminals <= vocabulary or not chunks_match(chunks, tokens):
-                    continue
-                if prepared is None:
-                    prepared = run[3] = {}
-                pairs = prepared.get(heuristic)
-                if pairs is None:
-                    pairs = prepared[heuristic] = [
-                        (rule_likelihood(rule, self.feature),
-                         _linked(rule.src, rule.tgt, rule.alignment, heuristic, is_nonterminal)) for rule in rules]
-                for weight, linked in pairs:
-                    _add_pairs(masses, linked, weight)
+        for run in matched:
+            prepared = run[5]
+            if prepared is None:
+                prepared = run[5] = {}
+            pairs = prepared.get(heuristic)
+            if pairs is None:
+                pairs = prepared[heuristic] = [
+                    (rule_likelihood(rule, self.feature),
+                     _linked(rule.src, rule.tgt, rule.alignment, heuristic, is_nonterminal)) for rule in run[4]]
+            for weight, linked in pairs:
+                _add_pairs(masses, linked, weight)
         return _normalized(masses)
 
 
