@@ -8,6 +8,8 @@ import pytest
 
 from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING
 
+pytestmark = pytest.mark.cli  # reads the rerank command's RUNNERS
+
 METHODS = {**RUNS, **SEARCH_ONLY}
 # Where each setting of a method reaches its library function: the parameter of that name, another
 # parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
