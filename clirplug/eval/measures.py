@@ -70,10 +70,37 @@ def average_precision(hits, num_relevant: int) -> float:
 
 def is_trec_ap(measure: Measure) -> bool:
     """True when ``measure`` is trec_eval's ``map`` (AP at relevance level 1, no cutoff), which
-    :func:`clirplug.fusion._ap_kernel.average_precisions` computes."""
+    :func:`trec_average_precision` computes."""
     import ir_measures
 
     return measure.ir_measure is not None and measure.ir_measure == ir_measures.AP
+
+
+def trec_average_precision(qids, relevant, num_relevant) -> dict:
+    """trec_eval's AP of each query of a ranking, bit for bit as ``evaluate`` gives it (trec_eval's ``map``).
+
+    ``qids`` (one per row, each query's rows together, best first: trec_eval's order) and
+    ``relevant`` (bool per row) describe the ranking; ``num_relevant`` maps a qid to its number of
+    relevant documents in the qrels. As trec_eval does: the sum, in rank order, of relevant-so-far
+    / rank at each relevant row, divided by the number of relevant documents. Returns {qid: AP} for
+    the queries with a relevant row (every other query's AP is 0).
+    """
+    import numpy as np
+
+    from clirplug.io.runs import ranks_within
+
+    qids, relevant = np.asarray(qids), np.asarray(relevant, dtype=bool)
+    if len(qids) == 0:
+        return {}
+    new_query = np.r_[True, qids[1:] != qids[:-1]]
+    rank = ranks_within(np.cumsum(new_query))
+    found = np.cumsum(relevant)
+    found_before = np.maximum.accumulate(np.where(new_query, found - relevant, 0))
+    hits = np.flatnonzero(relevant)
+    sums: dict = {}
+    for qid, term in zip(qids[hits].tolist(), ((found - found_before)[hits] / rank[hits]).tolist()):
+        sums[qid] = sums.get(qid, 0.0) + term  # in rank order, as trec_eval's loop adds
+    return {qid: total / num_relevant[qid] for qid, total in sums.items()}
 
 
 def _parse_one(name):

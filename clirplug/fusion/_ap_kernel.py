@@ -4,7 +4,8 @@ A relevant row's place follows from counting, among its query's rows, those scor
 before or after it in docid order: its rank in the run (score descending, docid ascending) decides whether
 the top ``depth`` cut keeps it, and its rank among the kept rows as trec_eval reads them (ties by docid
 descending) is its AP position. As trec_eval does, AP is the sum, in rank order, of relevant-so-far / rank
-at each relevant row, divided by the number of relevant documents: the values equal trec_eval's bit for bit.
+at each relevant row, divided by the number of relevant documents: the values equal trec_eval's bit for bit,
+and those of the numpy reference that runs without numba (:func:`clirplug.fusion.tune._sorted_average_precisions`).
 """
 
 import numpy as np

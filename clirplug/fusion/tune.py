@@ -68,13 +68,13 @@ def kappa_curve(runs, qrels, method="borda", grid=None, depth=1000, measure="MAP
 
 def _map_curve(table, grid, depth, by_hits, qrels, measure) -> list[float]:
     """MAP of each kappa of ``grid``, equal bit for bit to evaluating the runs :func:`_fused` gives (the same
-    top ``depth`` cut, ties as trec_eval reads them, trec_eval's AP), by the compiled
-    :func:`clirplug.fusion._ap_kernel.average_precisions`: no run is sorted."""
+    top ``depth`` cut, ties as trec_eval reads them, trec_eval's AP): by the compiled
+    :func:`clirplug.fusion._ap_kernel.average_precisions`, which sorts no run, or without numba by
+    :func:`_sorted_average_precisions`."""
     import numpy as np
     import pandas as pd
 
     from clirplug.eval.measures import aggregate
-    from clirplug.fusion._ap_kernel import average_precisions
 
     qrels = qrels.assign(qid=qrels["qid"].astype(str), docid=qrels["docid"].astype(str))
     judged = qrels[qrels["relevance"] >= 1]
@@ -92,12 +92,55 @@ def _map_curve(table, grid, depth, by_hits, qrels, measure) -> list[float]:
     num_relevant = np.array([counts.get(qid, 0) for qid in qid_of_block], dtype=np.int64)
     block_of = {qid: block for block, qid in enumerate(qid_of_block)}
     blocks_in_order = [block_of.get(qid) for qid in sorted(set(qrels["qid"]))]
+    kernel = _ap_kernel()
     values = []
     for kappa in grid:
-        ap = average_precisions(_kappa_scores(table, kappa, by_hits)[by_doc], starts, relevant_rows,
-                                relevant_starts, depth, num_relevant).tolist()
+        scores = _kappa_scores(table, kappa, by_hits)[by_doc]
+        if kernel is not None:
+            ap = kernel.average_precisions(scores, starts, relevant_rows, relevant_starts, depth, num_relevant)
+        else:
+            ap = _sorted_average_precisions(scores, starts, relevant[by_doc], depth, num_relevant)
+        ap = ap.tolist()
         values.append(aggregate(measure, [0.0 if block is None else ap[block] for block in blocks_in_order]))
     return values
+
+
+def _ap_kernel():
+    """The compiled AP (:mod:`clirplug.fusion._ap_kernel`), or None without numba: then numpy sorts each kappa's run."""
+    try:
+        from clirplug.fusion import _ap_kernel
+    except ImportError:
+        return None
+    return _ap_kernel
+
+
+def _sorted_average_precisions(scores, starts, relevant, depth, num_relevant):
+    """The AP of each query block of :func:`clirplug.fusion._ap_kernel.average_precisions`, in numpy (its
+    reference): each block sorted as :func:`_fused` orders it (two stable sorts), cut at ``depth``, its ties
+    reversed into trec_eval's reading order, and AP summed as trec_eval sums it."""
+    import numpy as np
+
+    from clirplug.eval.measures import trec_average_precision
+    from clirplug.io.runs import ranks_within
+
+    block = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    order = np.argsort(-scores, kind="stable")  # rows are in docid order within a block: ties stay so
+    order = order[np.argsort(block[order], kind="stable")]
+    keep = order[ranks_within(block[order]) <= depth]
+    keep = keep[_reverse_ties(block[keep], scores[keep])]
+    ap = trec_average_precision(block[keep], relevant[keep], num_relevant)
+    return np.array([ap.get(b, 0.0) for b in range(len(starts) - 1)])
+
+
+def _reverse_ties(query_codes, scores):
+    """The permutation that reverses each block of equal (query, score) rows: from docid ascending (a
+    run's order) to docid descending (the order in which trec_eval reads ties)."""
+    import numpy as np
+
+    size = len(scores)
+    starts = np.flatnonzero(np.r_[True, (query_codes[1:] != query_codes[:-1]) | (scores[1:] != scores[:-1])])
+    lengths = np.diff(np.r_[starts, size])
+    return np.repeat(2 * starts + lengths - 1, lengths) - np.arange(size)
 
 
 def _aligned(parts):

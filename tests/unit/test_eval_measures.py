@@ -86,3 +86,28 @@ def test_every_bad_measure_is_reported_at_once():
     assert "'FOO'" in message and "'PRES' needs a cutoff" in message and "'P@x'" in message
     with pytest.raises(ClirplugError, match="no measure"):
         parse_measures("")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_trec_average_precision_equals_trec_eval_bit_for_bit(seed):
+    """Random rankings with ties, graded qrels, queries without relevant documents or without hits."""
+    import numpy as np
+    import pandas as pd
+
+    from clirplug.eval.measures import aggregate, evaluate, parse_measures, trec_average_precision
+    from clirplug.io.runs import sort_run
+
+    rng = np.random.default_rng(seed)
+    rows = [(f"q{q}", f"d{d}", round(float(rng.normal()), 1)) for q in range(30)
+            for d in rng.choice(300, size=int(rng.integers(1, 200)), replace=False)]
+    run = sort_run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), ties="trec_eval")
+    qrels = pd.DataFrame([(f"q{q}", f"d{d}", int(rng.integers(0, 3))) for q in range(3, 33)
+                          for d in rng.choice(300, size=40, replace=False)], columns=["qid", "docid", "relevance"])
+    judged = qrels[qrels["relevance"] >= 1]
+    relevant = run.merge(judged[["qid", "docid"]].assign(hit=True), on=["qid", "docid"], how="left")["hit"].notna()
+    ap = trec_average_precision(run["qid"].to_numpy(), relevant.to_numpy(), judged.groupby("qid").size().to_dict())
+    expected = evaluate(qrels, {"run": run}, ["AP"], per_query=True)
+    by_qid = dict(zip(expected["qid"], expected["value"]))
+    qids = sorted(set(qrels["qid"]))
+    assert [ap.get(q, 0.0) for q in qids] == [by_qid[q] for q in qids]
+    assert aggregate(parse_measures("MAP")[0], [ap.get(q, 0.0) for q in qids]) == by_qid["all"]

@@ -169,15 +169,22 @@ def test_kappa_curve_equals_fusing_each_kappa(method, measure):
         pd.testing.assert_frame_equal(fast, expected)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("depth", [1, 7, 60, 1000])
-def test_map_curve_equals_trec_eval_bit_for_bit(seed, depth):
-    """The compiled AP of the MAP path against evaluating each fused run: many ties, cuts inside tie blocks,
-    queries without relevant documents, judged queries without hits, scores of both signs."""
+def test_map_curve_equals_trec_eval_bit_for_bit(seed, depth, compiled, monkeypatch):
+    """The AP of the MAP path, compiled and in numpy (without numba), against evaluating each fused run:
+    many ties, cuts inside tie blocks, queries without relevant documents, judged queries without hits,
+    scores of both signs."""
     import numpy as np
 
     from clirplug.eval.measures import evaluate
+    from clirplug.fusion import tune
 
+    if compiled:
+        assert tune._ap_kernel() is not None  # numba is in the dev extra: the compiled case is not vacuous
+    else:
+        monkeypatch.setattr(tune, "_ap_kernel", lambda: None)
     rng = np.random.default_rng(seed)
     runs = []
     for shift in (0.0, -1.0):
