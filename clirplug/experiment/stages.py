@@ -1145,7 +1145,7 @@ def _dense_model(ctx: Context):
     The vectors do not depend on the number of threads."""
     from clirplug.dense import load_model
 
-    return ctx.get("dense-model", lambda: load_model(max(1, len(os.sched_getaffinity(0)) // ctx.jobs)))
+    return ctx.get("dense-model", lambda: load_model(max(1, (os.cpu_count() or 1) // ctx.jobs)))
 
 
 def _dense_searcher(ctx: Context, folder):

@@ -10,6 +10,16 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, inline="always")
+def _row_product(out, indptr, indices, data, row, matrix):
+    """``out = Σ_j data[j] matrix[indices[j]]`` over the CSR row ``row``, summed from zero in CSR order."""
+    out[:] = 0
+    for j in range(indptr[row], indptr[row + 1]):
+        coefficient, column = data[j], indices[j]
+        for d in range(out.shape[0]):
+            out[d] += coefficient * matrix[column, d]
+
+
 @njit(cache=True)
 def linear_viterbi(base, f_indptr, f_indices, f_data, t_indptr, t_indices, t_data, adds_tails, first_rank,
                    row_node, num_nodes, goal, weights, keep_best):
@@ -27,19 +37,11 @@ def linear_viterbi(base, f_indptr, f_indices, f_data, t_indptr, t_indices, t_dat
     value = np.empty(width, dtype=weights.dtype)
     tails = np.empty(width, dtype=weights.dtype)
     for i in range(base.shape[0]):
-        value[:] = 0
-        for j in range(f_indptr[i], f_indptr[i + 1]):
-            coefficient, column = f_data[j], f_indices[j]
-            for d in range(width):
-                value[d] += coefficient * weights[column, d]
+        _row_product(value, f_indptr, f_indices, f_data, i, weights)
         for d in range(width):
             value[d] = value[d] + base[i]
         if adds_tails[i]:
-            tails[:] = 0
-            for k in range(t_indptr[i], t_indptr[i + 1]):
-                coefficient, tail = t_data[k], t_indices[k]
-                for d in range(width):
-                    tails[d] += coefficient * beta[tail, d]
+            _row_product(tails, t_indptr, t_indices, t_data, i, beta)
             for d in range(width):
                 value[d] = value[d] + tails[d]
         node = row_node[i]
