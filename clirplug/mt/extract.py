@@ -602,13 +602,9 @@ class ScoredRules:
             for src, tgt, alignment, values in self._decoded(start, start + 100_000):
                 yield Rule("X", tuple(src), tuple(tgt), tuple(zip(FEATURES, values)), tuple(alignment))
 
-    def lines(self):
-        """The rules formatted as by :func:`clirplug.mt.grammar.format_rule`, without making Rule objects."""
-        for text in self.text():
-            yield from text.decode("utf-8").splitlines()
-
     def text(self, batch: int = 50_000):
-        """The rules' lines (see :meth:`lines`, each ending in a newline) as UTF-8 bytes, ``batch`` rules at a time.
+        """The rules' lines, formatted as by :func:`clirplug.mt.grammar.format_rule` without making Rule objects,
+        each ending in a newline, as UTF-8 bytes, ``batch`` rules at a time.
 
         A line is a row of pieces (words, separators, feature values, links) joined from a table
         of their bytes; feature values are written by ``repr``, once per distinct value.

@@ -299,13 +299,9 @@ def write_grammar(rules: Iterable[Rule], path) -> None:
     A path ending in ``.gz`` is gzip-compressed with a fixed header (no name, time 0), so
     ``write(read(write(x)))`` gives byte-identical files.
     """
-    write_grammar_lines(map(format_rule, rules), path)
-
-
-def write_grammar_lines(lines: Iterable[str], path, batch: int = 20000) -> None:
-    """Write already formatted rule lines (see :func:`write_grammar`)."""
-    lines = iter(lines)
-    write_grammar_bytes(iter(lambda: "".join(line + "\n" for line in itertools.islice(lines, batch)).encode("utf-8"), b""), path)
+    lines = map(format_rule, rules)  # encoded and written 20,000 lines at a time
+    write_grammar_bytes(iter(lambda: "".join(line + "\n" for line in itertools.islice(lines, 20000)).encode("utf-8"), b""),
+                        path)
 
 
 def write_grammar_bytes(texts: Iterable[bytes], path) -> None:
