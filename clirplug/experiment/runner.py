@@ -78,6 +78,17 @@ def ordered(stages: dict[str, Stage]) -> list[Stage]:
     return order
 
 
+def chain_lengths(stages: list[Stage]) -> dict[str, int]:
+    """For each of ``stages`` (in dependency order), how many stages the longest chain of them that starts
+    with it holds: 1 for a stage none of the others depends on."""
+    names, chains = {stage.name for stage in stages}, {}
+    for stage in reversed(stages):  # every stage after those depending on it
+        length = chains.setdefault(stage.name, 1)
+        for dep in names.intersection(stage.deps):
+            chains[dep] = max(chains.get(dep, 1), length + 1)
+    return chains
+
+
 @dataclass
 class Outcome:
     """What happened to one stage in one invocation."""
@@ -226,15 +237,18 @@ def _run_here(config, workers, progress, plan_stages, todo, numbers, log):
 
 def _run_in_workers(config, workers, progress, plan_stages, todo, numbers, log):
     """Up to ``jobs`` stages at once, each in a worker of the executor (a spawned process, never forked:
-    a worker may run a JVM; or a Ray task), a stage as soon as all it depends on is done, in plan order
-    among the ready ones. After a failure no stage starts; those running finish, then the first error is raised."""
+    a worker may run a JVM; or a Ray task), a stage as soon as all it depends on is done. Among the ready ones
+    the stage heading the longest chain of stages still to run goes first (:func:`chain_lengths`; plan order on
+    ties), so that long chains do not end alone on one worker. After a failure no stage starts; those running
+    finish, then the first error is raised."""
     import signal
     from concurrent.futures import FIRST_COMPLETED, wait
 
     # a worker killed leaves a broken pipe to it: an error for the executor to report, not a signal ending this process
     previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
-        waiting = list(todo)
+        chains = chain_lengths([stage for stage, _, _ in todo])
+        waiting = sorted(todo, key=lambda item: -chains[item[0].name])  # stable: plan order on ties
         pending = {stage.name for stage, _, _ in todo}
         running = {}
         error = None
