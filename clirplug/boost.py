@@ -340,6 +340,51 @@ def _gather_rows(matrix, rows):
     return matrix.indices[offsets], matrix.data[offsets], lengths
 
 
+def _column_hashes(matrix, salt):
+    """A 64-bit hash of each column of a CSC ``matrix`` (its rows and values); wrapping integer arithmetic."""
+    mixed = (matrix.indices.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             + matrix.data.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F) + np.uint64(salt))
+    mixed ^= mixed >> np.uint64(29)
+    mixed *= np.uint64(0xBF58476D1CE4E5B9)
+    mixed ^= mixed >> np.uint64(32)
+    sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(mixed, dtype=np.uint64)])
+    lengths = np.diff(matrix.indptr).astype(np.uint64)
+    return sums[matrix.indptr[1:]] - sums[matrix.indptr[:-1]] + lengths * np.uint64(0x94D049BB133111EB)
+
+
+def _equal_columns(matrix, columns, others):
+    """Whether column ``columns[k]`` of a CSC ``matrix`` equals column ``others[k]`` (rows and values), for each k."""
+    lengths = np.diff(matrix.indptr)
+    same = lengths[columns] == lengths[others]
+    columns, others = columns[same], others[same]
+    size = lengths[columns]
+    within = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
+    a, b = np.repeat(matrix.indptr[columns], size) + within, np.repeat(matrix.indptr[others], size) + within
+    differs = (matrix.indices[a] != matrix.indices[b]) | (matrix.data[a] != matrix.data[b])
+    same[np.flatnonzero(same)] = np.bincount(np.repeat(np.arange(len(columns)), size), weights=differs,
+                                            minlength=len(columns)) == 0
+    return same
+
+
+def column_classes(positive, negative):
+    """The features whose columns are equal in both ``positive`` and ``negative`` (CSC), as classes: the lowest
+    feature of each class, ascending, and the class of each feature. Equal columns get equal ``W+-`` and criterion
+    by the same arithmetic, so RankBoost boosts each class once and reports its lowest feature, which is the
+    feature ``argmax`` picks among equal ones."""
+    hashes = _column_hashes(positive, 1) + _column_hashes(negative, 2) * np.uint64(0xD6E8FEB86659FD93)
+    order = np.argsort(hashes, kind="stable")
+    starts = np.ones(len(order), bool)
+    starts[1:] = hashes[order][1:] != hashes[order][:-1]
+    lowest = np.empty(len(hashes), np.int64)
+    lowest[order] = order[np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))]
+    joined = np.flatnonzero(lowest != np.arange(len(hashes)))
+    confirmed = (_equal_columns(positive, joined, lowest[joined])
+                 & _equal_columns(negative, joined, lowest[joined]))
+    lowest[joined[~confirmed]] = joined[~confirmed]  # a hash collision: a class of its own
+    is_lowest = lowest == np.arange(len(hashes))
+    return np.flatnonzero(is_lowest), (np.cumsum(is_lowest) - 1)[lowest]
+
+
 _BLOCK = 1 << 15  # columns whose W+-, criterion (768 kB) fit a core's cache: the kernels update them a block at a time
 
 
@@ -364,24 +409,44 @@ class RankBoost:
         ``Z = sum_i D_t(i)``.
     w_plus, w_minus : numpy.ndarray
         ``W+_h = sum_i D_i [x_ih > 0] x_ih`` and ``W-_h = sum_i D_i [x_ih < 0] |x_ih|`` per feature.
+    criterion : numpy.ndarray
+        ``|sqrt(W+_h) - sqrt(W-_h)|`` per feature.
+
+    Features whose columns are equal in P and M are boosted as one class (:func:`column_classes`): the
+    totals are kept per class, and the attributes above give each feature its class's value.
     """
 
     def __init__(self, positive, negative, d0, epsilon=1e-5):
-        self.positive, self.negative = positive.tocsr(), negative.tocsr()
-        self._columns = (self.positive.tocsc(), self.negative.tocsc())
+        by_positive, by_negative = positive.tocsc(), negative.tocsc()
+        self._features, self._class = column_classes(by_positive, by_negative)
+        by_positive, by_negative = by_positive[:, self._features], by_negative[:, self._features]
+        self._columns = (by_positive, by_negative)
+        self.positive, self.negative = by_positive.tocsr(), by_negative.tocsr()  # triples x classes
         self.d = np.array(d0, dtype=np.float64)
         if self.d.ndim != 1 or len(self.d) != self.positive.shape[0] or (self.d < 0).any():
             raise ClirplugError("D0 must hold one non-negative importance per triple")
         self.epsilon = float(epsilon)
         self.z = float(self.d.sum())
-        self.w_plus = np.asarray(self.positive.T @ self.d, dtype=np.float64).ravel()
-        self.w_minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
-        self.criterion = self._criterion(slice(None))
-        self._touched = np.zeros(len(self.criterion), dtype=bool)
+        self._plus = np.asarray(self.positive.T @ self.d, dtype=np.float64).ravel()
+        self._minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
+        self._scores = self._criterion(slice(None))
+        self._touched = np.zeros(len(self._scores), dtype=bool)
         self._blocks = None  # the kernels' view of P and M by blocks of columns
 
+    @property
+    def w_plus(self) -> np.ndarray:
+        return self._plus[self._class]
+
+    @property
+    def w_minus(self) -> np.ndarray:
+        return self._minus[self._class]
+
+    @property
+    def criterion(self) -> np.ndarray:
+        return self._scores[self._class]
+
     def _criterion(self, index):
-        plus, minus = np.maximum(self.w_plus[index], 0.0), np.maximum(self.w_minus[index], 0.0)
+        plus, minus = np.maximum(self._plus[index], 0.0), np.maximum(self._minus[index], 0.0)
         return np.abs(np.sqrt(plus) - np.sqrt(minus))
 
     def step(self):
@@ -398,14 +463,14 @@ class RankBoost:
             The chosen feature and its weight; None when no feature separates any triple
             or the importances ``D`` have all underflowed to 0.
         """
-        if self.criterion.size == 0:
+        if self._scores.size == 0:
             return None
-        h = int(np.argmax(self.criterion))
-        if not self.criterion[h] > 0:
+        h = int(np.argmax(self._scores))  # a class; its lowest feature is the first feature with this criterion
+        if not self._scores[h] > 0:
             return None
         smoothing = self.epsilon * self.z
         # the incremental updates of W+- can leave -1e-17 where the exact sum is 0
-        plus, minus = max(self.w_plus[h], 0.0), max(self.w_minus[h], 0.0)
+        plus, minus = max(self._plus[h], 0.0), max(self._minus[h], 0.0)
         if plus + smoothing <= 0 or minus + smoothing <= 0:
             return None  # every triple's importance has underflowed to 0: nothing left to learn
         w = 0.5 * math.log((plus + smoothing) / (minus + smoothing))
@@ -422,7 +487,7 @@ class RankBoost:
         self.d[rows] = updated
         self.z += float(delta.sum())
         self._update(rows, delta)
-        return h, w
+        return int(self._features[h]), w
 
     def _update(self, rows, delta):
         """Add ``delta`` (the change of ``D`` of ``rows``) into ``W+-`` and refresh the criterion where they changed."""
@@ -431,10 +496,10 @@ class RankBoost:
             if self._blocks is None:
                 self._blocks = tuple((kernels.block_starts(m.indptr, m.indices, m.shape[1], _BLOCK), m.indices, m.data)
                                      for m in (self.positive, self.negative))
-            kernels.add_rows(*self._blocks, rows, delta, self.w_plus, self.w_minus, self.criterion)
+            kernels.add_rows(*self._blocks, rows, delta, self._plus, self._minus, self._scores)
             return
         touched = []
-        for matrix, totals in ((self.positive, self.w_plus), (self.negative, self.w_minus)):
+        for matrix, totals in ((self.positive, self._plus), (self.negative, self._minus)):
             columns, counts, lengths = _gather_rows(matrix, rows)
             np.add.at(totals, columns, counts * np.repeat(delta, lengths))
             touched.append(columns)
@@ -442,7 +507,7 @@ class RankBoost:
             self._touched[columns] = True
         touched = np.flatnonzero(self._touched)
         self._touched[touched] = False
-        self.criterion[touched] = self._criterion(touched)
+        self._scores[touched] = self._criterion(touched)
 
     def fit(self, iterations):
         """Run up to ``iterations`` steps; return the chosen features and weights (arrays)."""

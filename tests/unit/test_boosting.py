@@ -14,6 +14,7 @@ from clirplug.boost import (
     Collection,
     RankBoost,
     buckets,
+    column_classes,
     merge_duplicates,
     ngram_hashes,
     ngrams,
@@ -159,6 +160,56 @@ def test_incremental_updates_match_the_full_recomputation():
     np.testing.assert_allclose(booster.d, d)
     np.testing.assert_allclose(booster.w_plus, np.where(x > 0, x, 0).T @ d)
     np.testing.assert_allclose(booster.w_minus, np.where(x < 0, -x, 0).T @ d)
+
+
+def _with_copied_columns(rng, n_rows=40, n_distinct=15, n_columns=60):
+    """x (triples x features, -2..2) whose columns are copies of ``n_distinct`` random ones, shuffled."""
+    distinct = rng.choice([-2, -1, 0, 0, 0, 1, 2], size=(n_rows, n_distinct))
+    return distinct[:, rng.integers(n_distinct, size=n_columns)]
+
+
+def _exact_classes(x):
+    """Brute force: each column's lowest equal column (as a tuple of its values)."""
+    first = {}
+    return np.array([first.setdefault(tuple(column), h) for h, column in enumerate(x.T)])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_column_classes_group_exactly_the_equal_columns(seed):
+    x = _with_copied_columns(np.random.default_rng(seed))
+    positive, negative = sp.csc_matrix(np.maximum(x, 0)), sp.csc_matrix(np.maximum(-x, 0))
+    features, classes = column_classes(positive, negative)
+    lowest = _exact_classes(x)
+    assert features.tolist() == sorted(set(lowest)) and np.array_equal(features[classes], lowest)
+
+
+def test_column_classes_keep_colliding_unequal_columns_apart(monkeypatch):
+    from clirplug import boost
+
+    x = _with_copied_columns(np.random.default_rng(3))
+    monkeypatch.setattr(boost, "_column_hashes", lambda matrix, salt: np.zeros(matrix.shape[1], np.uint64))
+    features, classes = column_classes(sp.csc_matrix(np.maximum(x, 0)), sp.csc_matrix(np.maximum(-x, 0)))
+    for h, lowest in enumerate(features[classes]):  # every hash collides: only columns equal to column 0 join it
+        assert lowest == (0 if np.array_equal(x[:, h], x[:, 0]) else h)
+
+
+def test_equal_columns_are_boosted_once_as_their_lowest_feature():
+    rng = np.random.default_rng(4)
+    x = _with_copied_columns(rng)
+    d0 = rng.choice([1.0, 2.0], size=len(x))
+    booster = RankBoost(sp.csr_matrix(np.maximum(x, 0)), sp.csr_matrix(np.maximum(-x, 0)), d0, epsilon=1e-3)
+    chosen, weights = booster.fit(12)
+    reference, d = dense_rankboost(x, d0, 1e-3, 12)
+    assert chosen.tolist() == [h for h, _ in reference]
+    np.testing.assert_allclose(weights, [w for _, w in reference])
+    np.testing.assert_allclose(booster.d, d)
+    # the same path, bit for bit, as boosting the distinct columns alone
+    lowest = np.unique(_exact_classes(x))
+    alone = RankBoost(sp.csr_matrix(np.maximum(x[:, lowest], 0)), sp.csr_matrix(np.maximum(-x[:, lowest], 0)), d0,
+                      epsilon=1e-3)
+    chosen_alone, weights_alone = alone.fit(12)
+    assert np.array_equal(lowest[chosen_alone], chosen) and np.array_equal(weights_alone, weights)
+    assert np.array_equal(alone.d, booster.d) and np.array_equal(alone.w_plus, booster.w_plus[lowest])
 
 
 def test_duplicate_triples_merge_into_one_with_summed_importance():
