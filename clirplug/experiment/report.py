@@ -185,7 +185,9 @@ def report_stage(stage: Stage, ctx) -> dict:
                      "seconds_per_sentence_median": r["metrics"]["seconds_median"],
                      "seconds_per_sentence_p90": r["metrics"]["seconds_p90"]}
                     for name, r in records.items() if r and r["kind"] == "mt-eval"]
-    stages_json = [{"stage": name, "kind": r["kind"], "wall_seconds": r["wall_seconds"], "peak_rss_mb": r["peak_rss_mb"]}
+    stages_json = [{"stage": name, "kind": r["kind"], "wall_seconds": r["wall_seconds"],
+                    "cpu_seconds": r.get("cpu_seconds"),  # None in records written before it was measured
+                    "peak_rss_mb": r["peak_rss_mb"]}
                    for name, r in records.items() if r]
 
     md = [f"# Experiment {config.name}", "",
@@ -228,8 +230,10 @@ def report_stage(stage: Stage, ctx) -> dict:
     md += ["## Query latency", "", "| run | split | field | queries | median s | p90 s |", "|---|---|---|---|---|---|"]
     md += [f"| {r['run']} | {r['split']} | {r['field']} | {r['queries']} | {r['latency_median_seconds'] or 0:.4f} | "
            f"{r['latency_p90_seconds'] or 0:.4f} |" for r in runs_json]
-    md += ["", "## Stages", "", "| stage | wall s | peak memory MB |", "|---|---|---|"]
-    md += [f"| {s['stage']} | {s['wall_seconds']:.1f} | {s['peak_rss_mb']:.0f} |" for s in stages_json]
+    md += ["", "## Stages", "", "| stage | wall s | CPU s | peak memory MB |", "|---|---|---|---|"]
+    md += [f"| {s['stage']} | {s['wall_seconds']:.1f} | "
+           f"{'-' if s['cpu_seconds'] is None else format(s['cpu_seconds'], '.1f')} | {s['peak_rss_mb']:.0f} |"
+           for s in stages_json]
     md.append("")
 
     md_path, csv_path, json_path = stage.outputs

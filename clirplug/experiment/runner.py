@@ -108,6 +108,15 @@ def _reset_peak_rss() -> None:
         pass
 
 
+def _cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of its children that have ended (a stage's own worker
+    processes; not those of a pool kept between stages, nor Ray's)."""
+    import resource
+
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     """Run one stage, then write its record; return its wall seconds."""
     from clirplug.experiment.stages import peak_rss_mb
@@ -119,13 +128,13 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
     function, _ = STAGE_KINDS[stage.kind]
     _reset_peak_rss()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     metrics = function(stage, ctx) or {}
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     peak = max(peak_rss_mb(), metrics.get("worker_peak_rss_mb") or 0.0)
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],
-              "wall_seconds": round(seconds, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,
+              "wall_seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,
               "metrics": metrics, "output_states": output_states(stage.outputs)}
     write_record(path, record)
     return seconds

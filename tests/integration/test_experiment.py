@@ -130,7 +130,7 @@ def test_demo_writes_runs_report_and_records(demo):
         assert (run_dir / record["file"]).is_file() and record["signature"].startswith(record["method"])
         assert 0 <= record["latency_median_seconds"] <= record["latency_p90_seconds"]
     assert {s["stage"] for s in report["stages"]} == {o.stage.name for o in outcomes} - {"report"}
-    assert all(s["wall_seconds"] >= 0 and s["peak_rss_mb"] > 0 for s in report["stages"])
+    assert all(s["wall_seconds"] >= 0 and s["cpu_seconds"] > 0 and s["peak_rss_mb"] > 0 for s in report["stages"])
     assert [t["output"] for t in report["translations"]] == config.translations["outputs"]
     for translation in report["translations"]:
         assert 0 < translation["bleu"] <= 100 and translation["seconds_per_sentence_p90"] >= 0
