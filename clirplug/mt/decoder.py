@@ -73,16 +73,19 @@ class Translation(NamedTuple):
 
 
 class _Compiled:
-    """A rule prepared for decoding under fixed weights.
+    """A rule prepared for decoding; :meth:`weigh` scores it under the decoder's weights.
 
     ``segments`` is the target template with consecutive terminals grouped into word tuples
     (tail indices stay ints); ``head`` is the LM combination of a leading word tuple, made on
-    first use in a sentence (the whole combination for a rule without nonterminals).
+    first use in a sentence (the whole combination for a rule without nonterminals). All but
+    ``static``, ``priority`` and ``rid`` hold for any weights, so tuning (a decoder reweighted
+    each iteration) prepares each rule once.
     """
 
-    __slots__ = ("features", "head", "links", "priority", "rest", "rid", "rule", "segments", "static", "template")
+    __slots__ = ("estimate", "features", "head", "links", "priority", "rest", "rid", "rule", "segments", "static",
+                 "template")
 
-    def __init__(self, rule: Rule, weights: Mapping[str, float], lm: _ChartLM):
+    def __init__(self, rule: Rule, lm: _ChartLM):
         self.rule = rule
         template: list[str | int] = []
         segments: list = []
@@ -102,12 +105,17 @@ class _Compiled:
         if words:
             features[WORD_PENALTY] = features.get(WORD_PENALTY, 0.0) - len(words)
         self.features = features
-        self.static = sum(weights.get(name, 0.0) * value for name, value in features.items())
-        self.priority = self.static + weights.get(LANGUAGE_MODEL, 0.0) * lm.estimate(words)
+        self.estimate = lm.estimate(words)
         src_terminal = [not is_nonterminal(t) for t in rule.src]
         self.links = tuple((s, t) for s, t in rule.alignment if src_terminal[s] and isinstance(template[t], str))
         self.head = None
+        self.static = self.priority = 0.0
         self.rid = -1  # its row in the decoder's rule table (clirplug.mt.cube.RuleTable)
+
+    def weigh(self, weights: Mapping[str, float]) -> None:
+        """Set ``static`` (the rule's score ``w·f``) and ``priority`` (plus the LM estimate of its words)."""
+        self.static = sum(weights.get(name, 0.0) * value for name, value in self.features.items())
+        self.priority = self.static + weights.get(LANGUAGE_MODEL, 0.0) * self.estimate
 
 
 class _Hypothesis:
@@ -311,6 +319,7 @@ class Decoder:
         self._lm = _ChartLM(self.lm)
         self.pop_limit, self.max_span = pop_limit, max_span
         self.rules_by_src: dict[tuple[str, ...], list[Rule]] = {}
+        self._prepared: dict[tuple[str, ...], list[_Compiled]] = {}  # as rules_by_src, for any weights
         self.trie = _TrieNode()
         for rule in rules:
             if all(is_nonterminal(t) for t in rule.src):
@@ -350,12 +359,12 @@ class Decoder:
         self._table = _kernel().RuleTable() if self.kernel else None
         self._memo = None  # the kernel's LM memo (it holds word numbers of _table)
         self._by_rid: list[_Compiled] = []
-        self._glue_top = [self._compile(GLUE_TOP)]
-        self._glue_left = [self._compile(GLUE_LEFT)]
+        self._glue_top = [self._compile(_Compiled(GLUE_TOP, self._lm))]
+        self._glue_left = [self._compile(_Compiled(GLUE_LEFT, self._lm))]
 
-    def _compile(self, rule: Rule) -> _Compiled:
-        """``rule`` compiled under the current weights (and added to the kernel's rule table)."""
-        compiled = _Compiled(rule, self.weights, self._lm)
+    def _compile(self, compiled: _Compiled) -> _Compiled:
+        """A prepared rule weighed under the current weights and added to the kernel's rule table."""
+        compiled.weigh(self.weights)
         if self._table is not None:
             compiled.rid = self._table.add(compiled.static, compiled.template)
             self._by_rid.append(compiled)
@@ -366,7 +375,7 @@ class Decoder:
         compiled = self._copies.get(word)
         if compiled is None:
             rule = Rule("X", (word,), (word,), ((PASS_THROUGH, 1.0),), ((0, 0),))
-            compiled = self._copies[word] = self._compile(rule)
+            compiled = self._copies[word] = self._compile(_Compiled(rule, self._lm))
         return compiled
 
     def _rules_for(self, src):
@@ -374,8 +383,10 @@ class Decoder:
         ``src`` of its nonterminals ``[X,1]``, ``[X,2]``... (the spans of tails 0, 1...)."""
         compiled = self._compiled.get(src)
         if compiled is None:
-            compiled = [self._compile(rule) for rule in self.rules_by_src[src]]
-            compiled.sort(key=lambda c: -c.priority)
+            prepared = self._prepared.get(src)
+            if prepared is None:
+                prepared = self._prepared[src] = [_Compiled(rule, self._lm) for rule in self.rules_by_src[src]]
+            compiled = sorted(map(self._compile, prepared), key=lambda c: -c.priority)  # stable: file order on ties
             self._compiled[src] = compiled
             self._rids[src] = [c.rid for c in compiled]
             positions = [p for p, t in enumerate(src) if is_nonterminal(t)]
@@ -673,7 +684,7 @@ def unique_translations(forest: Hypergraph, weights, nbest: int, limit: int | No
     :meth:`Decoder.translate` reads at most ``UNIQUE_FACTOR * nbest``, as cdec does).
     """
     limit = sys.maxsize if limit is None else limit
-    return translations(forest, unique_kbest(forest, weights, nbest, lambda d: forest.derivation_yield(d)[0], limit))
+    return translations(forest, unique_kbest(forest, weights, nbest, limit))
 
 
 def translations(forest: Hypergraph, derivations) -> list[Translation]:

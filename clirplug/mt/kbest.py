@@ -11,7 +11,7 @@ derivations of every node come out in non-increasing score order.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -25,6 +25,7 @@ class _KBest:
         self.found: list[list[tuple[float, int, tuple[int, ...]]]] = [[] for _ in range(hg.num_nodes)]
         self.heaps: list[list | None] = [None] * hg.num_nodes
         self.seen: list[set] = [set() for _ in range(hg.num_nodes)]
+        self.yields: dict[tuple[int, int], tuple[str, ...]] = {}
 
     def candidate(self, e: int, ranks: tuple[int, ...]):
         total = self.scores[e] + sum(self.found[t][r][0] for t, r in zip(self.hg.tails[e], ranks))
@@ -83,6 +84,32 @@ class _KBest:
 
         return build_tree((v, k), expand)
 
+    def words(self, v: int, k: int) -> tuple[str, ...]:
+        """The yield of ``v``'s ``k``-th best derivation (:meth:`Hypergraph.derivation_yield`'s words),
+        memoised per ``(node, rank)``: derivations share their subderivations, so each is read once."""
+        memo, found, tails, templates = self.yields, self.found, self.hg.tails, self.hg.templates
+        stack = [(v, k)]
+        while stack:
+            item = stack[-1]
+            if item in memo:
+                stack.pop()
+                continue
+            _, e, ranks = found[item[0]][item[1]]
+            children = tuple(zip(tails[e], ranks))
+            missing = [child for child in children if child not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            words: list[str] = []
+            for token in templates[e]:
+                if token.__class__ is str:
+                    words.append(token)
+                else:
+                    words.extend(memo[children[token]])
+            memo[item] = tuple(words)
+        return memo[(v, k)]
+
 
 def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> list[Derivation]:
     """The ``k`` best derivations of the goal, best first (fewer if the forest has fewer).
@@ -91,17 +118,55 @@ def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> 
     """
     if k < 1:
         return []
-    search = _KBest(hg, hg.edge_scores(weights))
+    scores = hg.edge_scores(weights)
+    if k == 1:
+        best = _first(hg, scores)
+        if best is not None:
+            return [best]
+    search = _KBest(hg, scores)
     search.kth(hg.goal, k - 1)
     return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
 
 
-def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int,
-                 key: Callable[[Derivation], Hashable], limit: int) -> list[Derivation]:
-    """The ``k`` best derivations with distinct ``key`` (e.g. their yield), best first.
+def _first(hg: Hypergraph, scores: np.ndarray) -> Derivation | None:
+    """The best derivation of :func:`kbest`, one level of nodes at a time (numpy), or None when
+    only the lazy search is sure to match it (a node without edges, a NaN value).
+
+    Each edge's value is summed as :meth:`_KBest.candidate` does, ``s_e + ((0.0 + β(t_1)) + β(t_2))``
+    (a padded tail adds 0.0, which changes nothing), and a node's best edge is the first of its
+    highest values, as the heap's ``(-value, edge)`` order picks it: the same derivation and scores,
+    float for float, without a heap per node.
+    """
+    counts = np.diff(hg.offsets)
+    if np.any(counts == 0):
+        return None
+    beta = np.zeros(hg.num_nodes + 1)  # beta[num_nodes] = 0.0: the tails' padding
+    best = np.empty(hg.num_nodes, dtype=np.int64)
+    for level in range(len(hg.level_bounds) - 1):
+        first, last = int(hg.level_bounds[level]), int(hg.level_bounds[level + 1])
+        lo, hi = int(hg.offsets[first]), int(hg.offsets[last])
+        tails = np.zeros(hi - lo)
+        for column in hg.tail_matrix[lo:hi].T:
+            tails = tails + beta[column]
+        values = scores[lo:hi] + tails
+        if np.isnan(values).any():
+            return None
+        starts = hg.offsets[first:last] - lo
+        top = np.maximum.reduceat(values, starts)
+        hit = np.flatnonzero(values == np.repeat(top, counts[first:last]))
+        firsts = hit[np.searchsorted(hit, starts)]  # each node's first edge reaching its maximum
+        best[first:last] = lo + firsts
+        beta[first:last] = values[firsts]
+    return hg.derivation_from_backpointers(best, beta)
+
+
+def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int, limit: int) -> list[Derivation]:
+    """The ``k`` best derivations with distinct yields (target words), best first.
 
     cdec's unique k-best (``-r``): derivations are enumerated in :func:`kbest` order and the
-    first one of each key is kept, until ``k`` are found or ``limit`` derivations were read.
+    first one of each yield is kept, until ``k`` are found or ``limit`` derivations were read.
+    Only the kept derivations are built as trees; the others' yields are assembled from
+    their subderivations' (:meth:`_KBest.words`).
     """
     if k < 1:
         return []
@@ -111,11 +176,10 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
         search.kth(hg.goal, i)
         if len(search.found[hg.goal]) <= i:
             break
-        derivation = search.tree(hg.goal, i)
-        identity = key(derivation)
-        if identity not in keys:
-            keys.add(identity)
-            kept.append(derivation)
+        words = search.words(hg.goal, i)
+        if words not in keys:
+            keys.add(words)
+            kept.append(search.tree(hg.goal, i))
             if len(kept) == k:
                 break
     return kept

@@ -38,7 +38,7 @@ def test_deep_forests_are_traversed_without_recursion():
     words, _ = forest.derivation_yield(best)
     assert words == ("a",) + ("w",) * DEPTH
     assert [d.score for d in kbest(forest, weights, 3)] == [2.0, 1.0]
-    distinct = unique_kbest(forest, weights, 2, lambda d: forest.derivation_yield(d)[0], 10)
+    distinct = unique_kbest(forest, weights, 2, 10)
     assert [forest.derivation_yield(d)[0][0] for d in distinct] == ["a", "b"]
 
 

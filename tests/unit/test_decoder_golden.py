@@ -82,8 +82,7 @@ def record(decoder: Decoder, tokens: list[str]) -> dict:
     weights = decoder.weights
     best = _translation(decoder.translate(tokens)[0])
     nbest = [_translation(t) for t in translations(forest, kbest(forest, weights, 10))]
-    unique = [_translation(t) for t in translations(forest, unique_kbest(
-        forest, weights, 5, lambda d: forest.derivation_yield(d)[0], 30))]
+    unique = [_translation(t) for t in translations(forest, unique_kbest(forest, weights, 5, 30))]
     return {
         "nodes": forest.num_nodes,
         "edges": forest.num_edges,

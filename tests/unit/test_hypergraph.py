@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from clirplug.errors import ClirplugError
 from clirplug.mt import hypergraph
 from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder, ViterbiPlan
-from clirplug.mt.kbest import kbest
+from clirplug.mt.kbest import _KBest, kbest, unique_kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
 
 pytestmark = pytest.mark.unit
@@ -107,6 +107,52 @@ def test_viterbi_by_levels_equals_node_by_node_bit_for_bit(seed):
         got = hg.viterbi(weights)
         assert hg.derivation_edges(got) == hg.derivation_edges(expected)
         assert got.score.hex() == expected.score.hex()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_one_best_is_the_lazy_searchs_first_bit_for_bit(seed):
+    """kbest(k=1) by levels: the lazy search's first derivation (the oracle), ties and floats included."""
+    hg = random_forest(seed, num_nodes=30, max_in=6)
+    for weights in (WEIGHTS, {"a": 1.0}, {}, {"a": -0.0, "b": 0.0}):
+        lazy = _KBest(hg, hg.edge_scores(weights))
+        lazy.kth(hg.goal, 0)
+        expected, (got,) = lazy.tree(hg.goal, 0), kbest(hg, weights, 1)
+        assert tree_key(got) == tree_key(expected)
+        assert [d.score.hex() for d in _subtrees(got)] == [d.score.hex() for d in _subtrees(expected)]
+    integer = random_forest(seed, num_nodes=9)  # small integer edge scores: exact sums, many tied derivations
+    scores = np.random.default_rng(seed).integers(0, 2, size=integer.num_edges).astype(float)
+    builder = HypergraphBuilder()
+    for label in integer.labels:
+        builder.add_node(label)
+    for e in range(integer.num_edges):
+        builder.add_edge(int(integer.heads[e]), integer.tails[e], {"tie": scores[e]})
+    tied = builder.build(integer.goal)
+    lazy = _KBest(tied, tied.edge_scores({"tie": 1.0}))
+    lazy.kth(tied.goal, 0)
+    assert tree_key(kbest(tied, {"tie": 1.0}, 1)[0]) == tree_key(lazy.tree(tied.goal, 0))
+
+
+def _subtrees(derivation):
+    stack, out = [derivation], []
+    while stack:
+        out.append(stack.pop())
+        stack.extend(out[-1].children)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_unique_kbest_keeps_the_first_derivation_of_each_yield(seed):
+    hg = random_forest(seed, num_nodes=12, max_in=4)
+    for k, limit in ((3, 50), (50, 20), (100, 1000)):
+        expected, seen = [], set()
+        for d in kbest(hg, WEIGHTS, limit):
+            words = hg.derivation_yield(d)[0]
+            if words not in seen and len(expected) < k:
+                seen.add(words)
+                expected.append(d)
+        got = unique_kbest(hg, WEIGHTS, k, limit)
+        assert [tree_key(d) for d in got] == [tree_key(d) for d in expected]
+        assert [d.score for d in got] == [d.score for d in expected]
 
 
 @pytest.mark.parametrize("seed", range(6))
