@@ -356,13 +356,11 @@ def _equal_columns(matrix, columns, others):
     """Whether column ``columns[k]`` of a CSC ``matrix`` equals column ``others[k]`` (rows and values), for each k."""
     lengths = np.diff(matrix.indptr)
     same = lengths[columns] == lengths[others]
-    columns, others = columns[same], others[same]
-    size = lengths[columns]
-    within = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
-    a, b = np.repeat(matrix.indptr[columns], size) + within, np.repeat(matrix.indptr[others], size) + within
-    differs = (matrix.indices[a] != matrix.indices[b]) | (matrix.data[a] != matrix.data[b])
-    same[np.flatnonzero(same)] = np.bincount(np.repeat(np.arange(len(columns)), size), weights=differs,
-                                            minlength=len(columns)) == 0
+    rows, values, size = _gather_rows(matrix, columns[same])  # a CSC matrix's "rows" are its columns
+    other_rows, other_values, _ = _gather_rows(matrix, others[same])
+    differs = (rows != other_rows) | (values != other_values)
+    same[np.flatnonzero(same)] = np.bincount(np.repeat(np.arange(len(size)), size), weights=differs,
+                                            minlength=len(size)) == 0
     return same
 
 

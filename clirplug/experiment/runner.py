@@ -134,8 +134,8 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     peak = max(peak_rss_mb(), metrics.get("worker_peak_rss_mb") or 0.0)
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],
-              "wall_seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "peak_rss_mb": round(peak, 1), "jobs": ctx.jobs,
-              "metrics": metrics, "output_states": output_states(stage.outputs)}
+              "wall_seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "peak_rss_mb": round(peak, 1),
+              "jobs": ctx.jobs, "metrics": metrics, "output_states": output_states(stage.outputs)}
     write_record(path, record)
     return seconds
 
