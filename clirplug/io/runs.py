@@ -86,6 +86,7 @@ def add_latency(latencies: dict | None, key: str, start: float, extra: float = 0
     if latencies is not None:
         latencies[key] = latencies.get(key, 0.0) + time.perf_counter() - start + extra
 
+
 def run_frame(ranked):
     """A run frame (:data:`RUN_COLUMNS`) of ranked lists: ``(qid, [(docid, score), ...])`` pairs, each list
     best first; ranks count from 1 within each list."""
@@ -109,6 +110,7 @@ def search_each(queries, search, *, desc: str = "searching", progress: bool = Tr
         ranked.append((qid, search(qid, query)))
         add_latency(latencies, qid, start, extra.get(qid, 0.0))
     return run_frame(ranked)
+
 
 def _as_frame(run):
     """A copy of ``run`` (DataFrame with qid, docid, score, or {qid: {docid: score}}) as a frame."""
