@@ -251,6 +251,71 @@ def _check_line(line: str, where: str) -> None:
         parse_rule(line, where)
 
 
+class _RuleLines:
+    """:func:`parse_rule` over the lines of one file, for each line in the form :func:`format_rule` writes
+    with what lines share worked out once: the left-hand side field, the last line's source side and
+    its nonterminals, the last line's feature names (the values then read by one regular expression and
+    Python's ``float``), each alignment field for its side lengths; other lines go to :func:`parse_rule`."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lhs: dict[str, str | None] = {}  # "[X]" -> "X"; None for a field that is no unindexed nonterminal
+        self.links: dict[tuple[str, int, int], tuple[tuple[int, int], ...]] = {}
+        self.source_field, self.src, self.marks = None, (), ()  # the last source side, its bracketed tokens
+        self.nonterminals: set[tuple[str, ...]] = set()  # bracketed tokens (sorted) of sides that passed the check
+        self.names: tuple[str, ...] = ()
+        self.values = None  # fullmatch of a features field with self.names, the values as groups
+
+    def fields(self, line: str) -> tuple[list[str] | None, str]:
+        """The line's 5 fields when it has the written form (else None), and its source field (:func:`_source_field`)."""
+        fields = line.split(FIELD_SEPARATOR)
+        if len(fields) == 5 and line.count("|||") == 4 and self._lhs(fields[0]) is not None:
+            return fields, fields[1]
+        return None, _source_field(line)
+
+    def _lhs(self, field: str) -> str | None:
+        lhs = self.lhs.get(field, 0)
+        if lhs == 0:
+            head = NONTERMINAL.match(field.strip())
+            lhs = self.lhs[field] = head.group(1) if head is not None and head.group(2) is None else None
+        return lhs
+
+    def rule(self, line: str, fields: list[str] | None, lineno: int) -> Rule:
+        """:func:`parse_rule` of line ``lineno`` (``fields``: its :meth:`fields`)."""
+        if fields is None:
+            return parse_rule(line, f"{self.name}:{lineno}")
+        if fields[1] != self.source_field:
+            self.source_field, self.src = fields[1], tuple(map(sys.intern, fields[1].split()))
+            self.marks = tuple(sorted(token for token in self.src if token[0] == "["))
+        src, tgt = self.src, tuple(map(sys.intern, fields[2].split()))
+        if not src or not tgt:
+            return parse_rule(line, f"{self.name}:{lineno}")
+        # the check depends on the bracketed tokens only: sides with the same ones as a checked rule's pass
+        marks = tuple(sorted(token for token in tgt if token[0] == "[")) if "[" in fields[2] else ()
+        if marks != self.marks or marks not in self.nonterminals:
+            _check_nonterminals(src, tgt, f"{self.name}:{lineno}")
+            if marks == self.marks:
+                self.nonterminals.add(marks)
+        match = self.values and self.values(fields[3])
+        if match:
+            features = tuple(zip(self.names, map(float, match.groups())))
+        else:
+            features = _parse_features(fields[3], f"{self.name}:{lineno}")
+            self._learn(features)
+        key = (fields[4], len(src), len(tgt))
+        alignment = self.links.get(key)
+        if alignment is None:
+            alignment = self.links[key] = tuple(parse_pharaoh(fields[4], f"{self.name}:{lineno}", key[1:], "rule"))
+        return Rule(self.lhs[fields[0]], src, tgt, features, alignment)
+
+    def _learn(self, features) -> None:
+        """Read the next features fields with the names of ``features`` (positional values are named by digits)."""
+        self.names = tuple(name for name, _ in features)
+        pattern = " ".join(f"({_NUMBER})" if name.isdigit() else f"{re.escape(name)}=({_NUMBER})"
+                           for name in self.names)
+        self.values = re.compile(pattern).fullmatch
+
+
 def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rule]:
     """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one.
 
@@ -265,16 +330,23 @@ def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rul
     stat = path.stat()
     version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     check = version not in _CHECKED
+    parser = _RuleLines(str(path))
+    admitted = (None, True)  # the last source field and its verdict: rules sharing a source side are consecutive
     with _open_text(path) as lines:
         try:
             for lineno, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
-                if restriction is not None and not restriction.admits(_source_field(line)):
-                    if check:
-                        _check_line(line.rstrip("\n"), f"{path}:{lineno}")
-                    continue
-                yield parse_rule(line, f"{path}:{lineno}")
+                line = line.rstrip("\n")
+                fields, source = parser.fields(line)
+                if restriction is not None:
+                    if source != admitted[0]:
+                        admitted = (source, restriction.admits(source))
+                    if not admitted[1]:
+                        if check:
+                            _check_line(line, f"{path}:{lineno}")
+                        continue
+                yield parser.rule(line, fields, lineno)
         except (UnicodeDecodeError, OSError, EOFError) as error:
             raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
     _CHECKED.add(version)
@@ -289,8 +361,12 @@ def grammar_features(path) -> set[str]:
 
 def read_grammar(path, restriction: SourcePhrases | None = None) -> list[Rule]:
     """Read a grammar file (see the module docstring for the accepted forms), only the rules
-    ``restriction`` admits if given (see :func:`iter_grammar`)."""
-    return list(iter_grammar(path, restriction))
+    ``restriction`` admits if given (see :func:`iter_grammar`), with the cyclic garbage collector paused (the
+    rules make no reference cycles; each collection would walk every rule read so far)."""
+    from clirplug.mt.hypergraph import gc_paused
+
+    with gc_paused():
+        return list(iter_grammar(path, restriction))
 
 
 def write_grammar(rules: Iterable[Rule], path) -> None:

@@ -234,14 +234,21 @@ def psq_queries(source: PsqSource, topics, builder, tokenize,
                 latencies: dict[str, float] | None = None) -> dict[str, list[dict[str, float]]]:
     """``qid -> per-token distributions`` of each topic's ``source.field`` (sentence-wise, see
     :func:`clirplug.mt.preprocess.topic_sentences`); with ``latencies``, each topic's seconds are added
-    to its entry (0 when absent)."""
+    to its entry (0 when absent).
+
+    The cyclic garbage collector is paused meanwhile: the first queries index the grammar and read the
+    n-best lists, and a tuning grid adds each heuristic's prepared rules, millions of objects in no
+    reference cycle that each collection would walk again.
+    """
+    from clirplug.mt.hypergraph import gc_paused
     from clirplug.mt.preprocess import topic_sentences
 
     queries = {}
-    for topic in topics:
-        start = time.perf_counter()
-        queries[topic.id] = builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize))
-        add_latency(latencies, topic.id, start)
+    with gc_paused():
+        for topic in topics:
+            start = time.perf_counter()
+            queries[topic.id] = builder.query(topic_sentences(topic, source.field, source.src_lang, tokenize))
+            add_latency(latencies, topic.id, start)
     return queries
 
 

@@ -174,18 +174,19 @@ def _gap_words() -> frozenset[str]:
 
 
 def _linked(src: Sequence[str], tgt: Sequence[str], links: Iterable[tuple[int, int]], heuristic: str,
-            skip) -> list[tuple[str, list[str]]]:
+            skip) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``(source token, target expressions)`` of each linked source position, in link order (``skip``: tokens
-    to ignore on both sides)."""
+    to ignore on both sides); tuples, which the garbage collector stops tracking (a tuning grid keeps millions)."""
     by_source: dict[int, list[int]] = {}
     for i, j in links:
         if not skip(tgt[j]):
             by_source.setdefault(i, []).append(j)
     gap_words = _gap_words()
-    return [(src[i], aligned_targets(tgt, js, heuristic, gap_words)) for i, js in by_source.items() if not skip(src[i])]
+    return tuple((src[i], tuple(aligned_targets(tgt, js, heuristic, gap_words)))
+                 for i, js in by_source.items() if not skip(src[i]))
 
 
-def _add_pairs(masses: dict[str, Distribution], linked: list[tuple[str, list[str]]], weight: float) -> None:
+def _add_pairs(masses: dict[str, Distribution], linked: Iterable[tuple[str, Sequence[str]]], weight: float) -> None:
     for word, expressions in linked:
         dist = masses.setdefault(word, {})
         for expression in expressions:
@@ -488,9 +489,9 @@ class GrammarIndex:
                 prepared = run[5] = {}
             pairs = prepared.get(heuristic)
             if pairs is None:
-                pairs = prepared[heuristic] = [
+                pairs = prepared[heuristic] = tuple(  # tuples of strings and floats: untracked by the collector
                     (rule_likelihood(rule, self.feature),
-                     _linked(rule.src, rule.tgt, rule.alignment, heuristic, is_nonterminal)) for rule in run[4]]
+                     _linked(rule.src, rule.tgt, rule.alignment, heuristic, is_nonterminal)) for rule in run[4])
             for weight, linked in pairs:
                 _add_pairs(masses, linked, weight)
         return _normalized(masses)

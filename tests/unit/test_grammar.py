@@ -81,6 +81,52 @@ def test_read_error_names_file_and_line(tmp_path):
         read_grammar(path)
 
 
+# Lines the reader's shortcuts (shared left-hand side, source side, feature names and alignment fields) must
+# read as parse_rule does, or hand to it: names changing mid-file, positional values, bracketed terminals,
+# labels and indices that differ between the sides, odd spacing, numbers the feature pattern misses.
+READER_LINES = [
+    "[X] ||| der [X,1] ||| the [X,1] ||| EgivenF=0.5 FgivenE=1.25 ||| 0-0 1-1",
+    "[X] ||| der [X,1] ||| [X,1] of the ||| EgivenF=1e-05 FgivenE=-0.0 ||| 0-2",
+    "[X] ||| der [X,1] ||| the [ [X,1] ||| EgivenF=.5 FgivenE=+3. ||| 0-0",
+    "[X] ||| der [X,1] ||| the [Y,1] ||| EgivenF=0.5 FgivenE=1 ||| 0-0",
+    "[X] ||| [X,1] von [X,2] ||| [X,2] of [X,1] ||| EgivenF=0.25 FgivenE=2 Count=3 ||| 1-1",
+    "[X] ||| [X,1] von [X,2] ||| [X,1] of [X,2] ||| EgivenF=inf FgivenE=nan Count=3 ||| 1-1",
+    "[X] ||| [X,1] von [X,2] ||| [X,1] of [X,2] ||| Count=3 EgivenF=0.25 FgivenE=2 ||| 1-1",
+    "[S] |||  haus   ||| house ||| 0.5 1.5 |||  0-0 ",
+    "[S] ||| haus ||| house ||| 0.25 1e3 ||| 0-0",
+    "[X] ||| [ ||| bracket ||| a=b=1 ||| 0-0",
+    "[X] ||| ü ||| ue ||| ||| ",
+    "[X,1] nestlé ||| nestl [X,1] ||| 1.27 0.0 ||| 1-0",
+    "das haus ||| the house ||| 0.8 0.5 ||| 0-0 1-1 ||| 10 12",
+    "[X] ||| a ||| b ||| 1\u00a02 ||| 0-0",
+]
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_read_grammar_reads_each_line_as_parse_rule(tmp_path, restricted):
+    path = tmp_path / "g.txt"
+    path.write_text("\n".join(READER_LINES * 2) + "\n", encoding="utf-8")
+    restriction = SourcePhrases([["der", "von", "[", "ü", "a", "nestlé", "das"]]) if restricted else None
+    expected = [parse_rule(line) for line in READER_LINES * 2 if not restricted or "haus" not in line]
+    assert list(map(repr, read_grammar(path, restriction))) == list(map(repr, expected))  # -0.0, nan as written
+
+
+@pytest.mark.parametrize("line, message", [
+    ("[X] ||| der [X,1] ||| the [X,2] ||| EgivenF=0.5 ||| 0-0", "do not match"),
+    ("[X] ||| der [X,1] ||| the [X] ||| EgivenF=0.5 ||| 0-0", "needs an index"),
+    ("[X] ||| der [X] ||| the [X] ||| EgivenF=0.5 ||| 0-0", "needs an index"),
+    ("[X] ||| der [X,2] ||| the [X,2] ||| EgivenF=0.5 ||| 0-0", "indexed 1..1"),
+    ("[X] ||| der [X,1] ||| the [X,1] ||| EgivenF=0.5 ||| 0-2", "outside the rule"),
+    ("[X] ||| der [X,1] ||| the [X,1] ||| EgivenF=x ||| 0-0", "bad feature value"),
+    ("[X] ||| der [X,1] |||  ||| EgivenF=0.5 ||| 0-0", "empty target"),
+])
+def test_read_grammar_errors_after_read_lines_name_the_line(tmp_path, line, message):
+    path = tmp_path / "g.txt"  # the first two lines set the reader's shortcuts for the third
+    path.write_text(f"{READER_LINES[0]}\n{READER_LINES[1]}\n{line}\n", encoding="utf-8")
+    with pytest.raises(ClirplugError, match=f"g.txt:3: .*{message}"):
+        read_grammar(path)
+
+
 # ---------------------------------------------------------------- writing and round trips
 
 RULES = [
