@@ -40,7 +40,6 @@ import io
 import json
 import os
 import pstats
-import resource
 import statistics
 import sys
 import time
@@ -58,6 +57,7 @@ from clirplug.mt.lexicon import LexicalTable
 from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences
 from clirplug.mt.tune import corpus_bleu
+from clirplug.resources import peak_rss_mb
 
 
 def percentile(values, q):
@@ -116,10 +116,6 @@ def profile_decoding(decoder: Decoder, sentences, path: Path) -> str:
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
     return text.getvalue()
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def add_sample_options(parser: argparse.ArgumentParser) -> None:

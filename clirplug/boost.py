@@ -32,6 +32,7 @@ import numpy as np
 from clirplug.errors import ClirplugError
 from clirplug.executor import make_executor
 from clirplug.rerank.config import BoostConfig
+from clirplug.resources import peak_rss_mb
 
 # ============================================================================ hashing
 
@@ -529,12 +530,6 @@ def _init_worker(query_hashes, collection, config, triples):
     _WORKER.update(query_hashes=query_hashes, collection=collection, config=config, triples=triples)
 
 
-def _peak_rss_mb():
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def _train_bag(bag):
     """Train one bag in a worker: bootstrap sample -> incidence -> RankBoost (Algorithm 1)."""
     q, pos, neg, d0 = _WORKER["triples"]
@@ -550,7 +545,7 @@ def _train_bag(bag):
     stats = {
         "bag": bag, "triples": int(len(q)), "active_features": int(len(features)),
         "nonzeros": int(positive.nnz + negative.nnz), "selected": int(len(chosen)),
-        "seconds": round(time.perf_counter() - start, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "seconds": round(time.perf_counter() - start, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
     }
     return features[chosen], weights, stats
 

@@ -99,27 +99,9 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _reset_peak_rss() -> None:
-    """Reset this process's VmHWM (Linux ``clear_refs`` 5), so each stage's peak is its own."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")
-    except OSError:
-        pass
-
-
-def _cpu_seconds() -> float:
-    """User and system CPU seconds of this process and of its children that have ended (a stage's own worker
-    processes; not those of a pool kept between stages, nor Ray's)."""
-    import resource
-
-    return sum(usage.ru_utime + usage.ru_stime
-               for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
-
-
 def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     """Run one stage, then write its record; return its wall seconds."""
-    from clirplug.experiment.stages import peak_rss_mb
+    from clirplug.resources import cpu_seconds, peak_rss_mb, reset_peak_rss
 
     config = ctx.config
     path = record_path(config, stage)
@@ -127,10 +109,10 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     for output in stage.outputs:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
     function, _ = STAGE_KINDS[stage.kind]
-    _reset_peak_rss()
-    start, cpu = time.perf_counter(), _cpu_seconds()
+    reset_peak_rss()  # CPU: the stage's and its ended workers' (not a pool kept between stages, nor Ray's)
+    start, cpu = time.perf_counter(), cpu_seconds()
     metrics = function(stage, ctx) or {}
-    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     peak = max(peak_rss_mb(), metrics.get("worker_peak_rss_mb") or 0.0)
     record = {**described, "key": key, "stage": stage.name, "run": stage.run,
               "outputs": [str(p) for p in stage.outputs], "inputs_from": [str(p) for p in stage.inputs_from],

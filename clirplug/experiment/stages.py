@@ -34,6 +34,7 @@ from pathlib import Path
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.io.runs import run_frame
+from clirplug.resources import peak_rss_mb
 
 
 @dataclass
@@ -331,17 +332,6 @@ def _translate_chunk(task):
     seconds: dict[str, float] = {}
     queries = dt_queries(topics, field_name, translator, progress=False, latencies=seconds)
     return queries, seconds, peak_rss_mb()
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory (VmHWM) in MB."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 @stage_kind("folds")
