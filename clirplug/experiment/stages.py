@@ -589,40 +589,59 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
                                                                   "tuned_on": tuned["split"]})
 
 
+def _mt_eval_chunk(task):
+    """Worker: the 1-best words and the seconds of each of some bitext lines (a line longer than
+    MAX_SENTENCE_TOKENS is decoded in chunks, their 1-bests joined); word-by-word: each token by its most
+    probable translation p(e|f), unknown tokens copied."""
+    model, output, lang, lines = task
+    if output == "word-by-word":
+        from clirplug.mt.lexicon import LexicalTable
+        from clirplug.mt.preprocess import preprocessor
+
+        table = LexicalTable.load(Path(model) / "lex.e_given_f.npz")
+        tokenize = preprocessor(lang, model)
+
+        def translate(line):
+            return [next(iter(table.translations(token)), token) for token in tokenize(line)]
+    else:
+        from clirplug.mt.translator import Translator
+
+        translator = Translator(model, kind=output, src_lang=lang, cache=False)
+        translator.restrict([tokens for line in lines for tokens in translator.sentences(line, split=False)])
+
+        def translate(line):
+            bests = [translator.translate(tokens, 1) for tokens in translator.sentences(line, split=False)]
+            return [word for best in bests if best for word in best[0].words]
+    hypotheses, seconds = [], []
+    for line in lines:
+        start = time.perf_counter()
+        hypotheses.append(translate(line))
+        seconds.append(time.perf_counter() - start)
+    return hypotheses, seconds
+
+
 @stage_kind("mt-eval")
 def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
-    """Translate the first lines of a bitext, timed per sentence; BLEU against its reference side."""
+    """Translate the first lines of a bitext, timed per sentence, the lines dealt round-robin over ``--jobs``
+    workers (each loads the model restricted to its lines; the translations do not depend on the number of
+    workers); BLEU against its reference side."""
     from clirplug.atomic import atomic_open
-    from clirplug.mt.preprocess import preprocess, preprocessor
+    from clirplug.mt.preprocess import preprocess
     from clirplug.mt.tune import corpus_bleu
 
     s = stage.settings
     source = stage.inputs[0].read_text(encoding="utf-8").splitlines()[: s["lines"]]
     reference = stage.inputs[1].read_text(encoding="utf-8").splitlines()[: s["lines"]]
-    if s["output"] == "word-by-word":
-        from clirplug.mt.lexicon import LexicalTable
-
-        table = LexicalTable.load(Path(s["model"]) / "lex.e_given_f.npz")
-        tokenize = preprocessor(s["lang"], s["model"])
-
-        def translate(line):
-            # each token by its most probable translation p(e|f); unknown tokens copied
-            return [next(iter(table.translations(token)), token) for token in tokenize(line)]
+    chunks = 1 if s["output"] == "word-by-word" else max(1, min(ctx.workers.jobs, len(source)))
+    tasks = [(s["model"], s["output"], s["lang"], source[i::chunks]) for i in range(chunks)]
+    if chunks == 1:
+        results = [_mt_eval_chunk(tasks[0])]
     else:
-        from clirplug.mt.translator import Translator
-
-        translator = Translator(s["model"], kind=s["output"], src_lang=s["lang"], cache=False)
-        translator.restrict([tokens for line in source for tokens in translator.sentences(line, split=False)])
-
-        def translate(line):
-            # a line longer than MAX_SENTENCE_TOKENS is decoded in chunks, their 1-bests joined
-            bests = [translator.translate(tokens, 1) for tokens in translator.sentences(line, split=False)]
-            return [word for best in bests if best for word in best[0].words]
-    hypotheses, seconds = [], []
-    for line in source:
-        start = time.perf_counter()
-        hypotheses.append(translate(line))
-        seconds.append(time.perf_counter() - start)
+        with make_executor(ctx.workers) as executor:
+            results = executor.map(_mt_eval_chunk, tasks)
+    hypotheses, seconds = [None] * len(source), [0.0] * len(source)
+    for i, (part, part_seconds) in enumerate(results):
+        hypotheses[i::chunks], seconds[i::chunks] = part, part_seconds
     with atomic_open(stage.outputs[0]) as out:
         out.writelines(" ".join(words) + "\n" for words in hypotheses)
     references = [preprocess(line, s["doc_lang"]) for line in reference]

@@ -1,12 +1,14 @@
 """Bounded work and safe writes below the command line: deep forests, long queries, atomic paths."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from conftest import check_refused, put, run_cli
 
 from clirplug.atomic import atomic_open, atomic_path
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings
 from clirplug.io.topics import Topic
 from clirplug.mt.hypergraph import HypergraphBuilder
 from clirplug.mt.kbest import kbest, unique_kbest
@@ -86,9 +88,28 @@ def test_the_experiment_translation_output_decodes_a_long_line_in_chunks(workspa
                                                   "doc_lang": "en", "lines": 2},
                   inputs=(workspace / "bitext.de", workspace / "bitext.en"), outputs=(workspace / "bitext.out",))
     function, _ = STAGE_KINDS["mt-eval"]
-    metrics = function(stage, None)
+    metrics = function(stage, SimpleNamespace(workers=ExecutorSettings(jobs=1)))
     assert metrics["sentences"] == 2 and max(decoded) <= MAX_SENTENCE_TOKENS and sum(decoded) == 251
     assert (workspace / "bitext.out").read_text().splitlines() == [" ".join(["files"] * 250), "copy"]
+
+
+def test_the_experiment_translation_output_does_not_depend_on_the_workers(workspace):
+    """mt-eval deals the lines over ``--jobs`` workers and puts their translations back in line order."""
+    from clirplug.experiment.stages import STAGE_KINDS, Stage
+
+    put(workspace, {"bitext.de": "dateien kopieren\nkopieren\ndateien\n" + " ".join(["dateien"] * 250) + "\n",
+                    "bitext.en": "copy files\ncopy\nfiles\nfiles\n"})
+    function, _ = STAGE_KINDS["mt-eval"]
+    outputs, metrics = [], []
+    for jobs in (1, 2):
+        output = workspace / f"bitext.{jobs}.out"
+        stage = Stage("mt-eval.hiero.dev", "mt-eval", {"output": "hiero", "model": str(workspace / "model"),
+                                                      "lang": "de", "doc_lang": "en", "lines": 4},
+                      inputs=(workspace / "bitext.de", workspace / "bitext.en"), outputs=(output,))
+        metrics.append(function(stage, SimpleNamespace(workers=ExecutorSettings(jobs=jobs)))["bleu"])
+        outputs.append(output.read_text())
+    assert outputs[0] == outputs[1] and outputs[0].splitlines()[1] == "copy"
+    assert metrics[0] == metrics[1]
 
 
 def test_atomic_writes_never_replace_a_folder(tmp_path, monkeypatch):
