@@ -27,15 +27,15 @@ import re
 from typing import NamedTuple
 
 from clirplug.errors import ClirplugError
-from clirplug.eval.pres import pres
+from clirplug.eval.pres import ranked_pres
 from clirplug.io.qrels import QRELS_COLUMNS
 from clirplug.io.runs import sort_run
 
 # user-facing name -> ir_measures name
 ALIASES = {"MAP": "AP", "NDCG": "nDCG", "MRR": "RR"}
 
-# measure family -> function(run, qrels, cutoff) -> per-query Series indexed by qid
-CUSTOM_MEASURES = {"PRES": pres}
+# measure family -> function(run in trec_eval's order, qrels, cutoff) -> per-query Series indexed by qid
+CUSTOM_MEASURES = {"PRES": ranked_pres}
 
 DEFAULT_MEASURES = ["MAP", "nDCG", "nDCG@10", "P@10", "R@1000", "PRES@1000"]
 
@@ -176,16 +176,26 @@ def _ir_measures_values(measures, qrels, runs):
     evaluators = [provider.evaluator(group, qrels_frame) for provider, group in groups.items()]
     values = {}
     for run_name, run in runs.items():
-        # minus the rank as the only score: every provider then sees trec_eval's order, ties included
-        ranking = {}
-        for qid, docid, rank in zip(run["qid"].tolist(), run["docid"].tolist(), run["rank"].tolist()):
-            ranking.setdefault(qid, {})[docid] = -float(rank)
+        ranking = _ranking(run)
         per_measure = {measure: {} for measure in by_measure}
         for evaluator in evaluators:
             for metric in evaluator.iter_calc(ranking):
                 per_measure[metric.measure][metric.query_id] = float(metric.value)
         values[run_name] = {name: per_measure[measure] for measure, names in by_measure.items() for name in names}
     return values
+
+
+def _ranking(run) -> dict:
+    """``{qid: {docid: -rank}}`` of a run in trec_eval's order (each query's rows together): minus the rank as the
+    only score, every provider then sees trec_eval's order, ties included."""
+    import numpy as np
+
+    if run.empty:
+        return {}
+    qids = run["qid"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1], True]).tolist()
+    docids, scores = run["docid"].tolist(), (-run["rank"].to_numpy(dtype=np.float64)).tolist()
+    return {qids[start]: dict(zip(docids[start:end], scores[start:end])) for start, end in zip(starts, starts[1:])}
 
 
 def aggregate(measure: Measure, values) -> float:

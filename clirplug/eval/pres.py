@@ -36,6 +36,12 @@ def pres(run, qrels, n_max: int):
         PRES per qid of ``qrels`` (sorted by qid); 0 for a query without relevant
         documents or missing from the run. Queries only in the run are ignored.
     """
+    return ranked_pres(sort_run(run, ties="trec_eval"), qrels, n_max)
+
+
+def ranked_pres(ranked, qrels, n_max: int):
+    """:func:`pres` of a run already in trec_eval's order with its ranks (``sort_run(run, ties="trec_eval")``,
+    as :func:`clirplug.eval.measures.evaluate` holds it)."""
     import numpy as np
     import pandas as pd
 
@@ -45,11 +51,10 @@ def pres(run, qrels, n_max: int):
     relevant = qrels.loc[qrels["relevance"] >= 1, ["qid", "docid"]].astype(str)
     n = relevant.groupby("qid").size().reindex(qids, fill_value=0).to_numpy(dtype=np.float64)
 
-    ranked = sort_run(run, ties="trec_eval")
     ranked = ranked[ranked["rank"] <= n_max]
     relevant_pairs = set(zip(relevant["qid"].tolist(), relevant["docid"].tolist()))
     pairs = zip(ranked["qid"].tolist(), ranked["docid"].tolist())
-    is_relevant = np.fromiter((pair in relevant_pairs for pair in pairs), dtype=bool, count=len(ranked))
+    is_relevant = np.fromiter(map(relevant_pairs.__contains__, pairs), dtype=bool, count=len(ranked))
     query = qids.get_indexer(ranked["qid"][is_relevant])  # a relevant pair's query is in the qrels
     ranks = ranked["rank"].to_numpy(dtype=np.float64)[is_relevant]
     rank_sum = np.bincount(query, weights=ranks, minlength=len(qids))

@@ -17,6 +17,8 @@ Numpy is imported on first use, so that the command line lists ``--correction``'
 (:data:`CORRECTIONS`) without loading it.
 """
 
+import functools
+
 PERMUTATIONS = 10_000
 SEED = 20070806  # fixed default: every p-value is reproducible
 ALPHA = 0.05
@@ -49,8 +51,7 @@ def randomization_test(system, baseline, permutations: int = PERMUTATIONS, seed:
     differences = system - baseline
     scalar = differences.ndim == 1
     differences = differences.reshape(len(differences), -1)
-    signs = np.random.default_rng(seed).integers(0, 2, size=(permutations, len(differences)), dtype=np.int8)
-    signs = (2 * signs - 1).astype(np.float64)
+    signs = _signs(permutations, len(differences), seed)
     observed = np.abs(differences.sum(axis=0))
     resampled = np.abs(signs @ differences)  # (permutations, k); sums, as n is constant
     # a relative tolerance so that sign patterns equal to the observed one always count
@@ -58,6 +59,18 @@ def randomization_test(system, baseline, permutations: int = PERMUTATIONS, seed:
     count = (resampled >= observed - tolerance).sum(axis=0)
     p_values = (1 + count) / (1 + permutations)
     return float(p_values[0]) if scalar else p_values
+
+
+@functools.lru_cache(maxsize=4)
+def _signs(permutations: int, size: int, seed: int):
+    """The ``(permutations, size)`` matrix of random signs (+1.0 or -1.0) of ``seed``, made once for all the
+    tests over ``size`` queries (a report runs hundreds); read-only."""
+    import numpy as np
+
+    signs = np.random.default_rng(seed).integers(0, 2, size=(permutations, size), dtype=np.int8)
+    signs = (2 * signs - 1).astype(np.float64)
+    signs.flags.writeable = False
+    return signs
 
 
 def holm(p_values):

@@ -154,9 +154,9 @@ def _aligned(parts):
     frame = pd.concat([part.assign(run=i) for i, part in enumerate(parts)], ignore_index=True)
     wide = frame.pivot_table(index=["qid", "docid"], columns="run", values="score", aggfunc="sum", sort=False)
     wide = wide.reindex(columns=[0, 1])
-    qids, docids = wide.index.get_level_values(0).astype(str), wide.index.get_level_values(1).astype(str)
-    return {"qid": np.asarray(qids), "docid": np.asarray(docids), "hits": wide.notna().sum(axis=1).to_numpy(),
-            "scores": wide.fillna(0.0).to_numpy(), "qid_codes": _codes(list(qids)), "doc_codes": _codes(list(docids))}
+    qids, docids = (np.asarray(wide.index.get_level_values(level).astype(str)) for level in (0, 1))
+    return {"qid": qids, "docid": docids, "hits": wide.notna().sum(axis=1).to_numpy(),
+            "scores": wide.fillna(0.0).to_numpy(), "qid_codes": _codes(qids.tolist()), "doc_codes": _codes(docids.tolist())}
 
 
 def _fused(table, kappa, depth, by_hits):

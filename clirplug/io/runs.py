@@ -41,13 +41,39 @@ def read_run(path):
         ``file:line: ...`` on a wrong field count, a non-integer rank, a non-numeric
         or non-finite (NaN, infinite) score, or a duplicate (qid, docid).
     """
-    import pandas as pd
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ClirplugError(f"{path}: cannot read run ({error})") from error
-    columns = {name: [] for name in RUN_COLUMNS + ["tag"]}
+    try:
+        return _run_columns(text)
+    except ValueError:
+        _raise_first_error(path, text)
+        raise
+
+
+def _run_columns(text):
+    """The frame of :func:`read_run` from a run file's ``text``, all lines at once; ``ValueError`` when any line
+    is wrong (then :func:`_raise_first_error` says which)."""
+    import numpy as np
+    import pandas as pd
+
+    fields = np.fromiter(map(len, map(str.split, text.splitlines())), dtype=np.int64)
+    if ((fields != 6) & (fields != 0)).any():
+        raise ValueError("a line without 6 fields")
+    tokens = text.split()  # the lines' fields in line order, as every line has 6 or none
+    qids, docids = tokens[0::6], tokens[2::6]
+    scores = np.array(list(map(float, tokens[4::6])), dtype=np.float64)
+    if not np.isfinite(scores).all() or len(set(map(" ".join, zip(qids, docids)))) < len(qids):
+        raise ValueError("a non-finite score or a duplicate (qid, docid)")
+    columns = {"qid": pd.Series(qids, dtype=str), "docid": pd.Series(docids, dtype=str),
+               "rank": pd.Series(list(map(int, tokens[3::6])), dtype="int64"),
+               "score": pd.Series(scores, dtype="float64"), "tag": pd.Series(tokens[5::6], dtype=str)}
+    return pd.DataFrame(columns)
+
+
+def _raise_first_error(path, text) -> None:
+    """Raise the error of the first wrong line of a run file's ``text`` (see :func:`read_run`)."""
     seen = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         fields = line.split()
@@ -57,9 +83,9 @@ def read_run(path):
             raise ClirplugError(
                 f"{where(path, lineno)}: expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}"
             )
-        qid, _, docid, rank, score, tag = fields
+        qid, _, docid, rank, score, _ = fields
         try:
-            rank = int(rank)
+            int(rank)
         except ValueError:
             raise ClirplugError(f"{where(path, lineno)}: rank {rank!r} is not an integer") from None
         try:
@@ -74,10 +100,6 @@ def read_run(path):
                 f"{where(path, lineno)}: document {docid!r} listed twice for query {qid!r} (first at line {seen[key]})"
             )
         seen[key] = lineno
-        for name, item in zip(columns, (qid, docid, rank, value, tag)):
-            columns[name].append(item)
-    dtypes = {"qid": str, "docid": str, "rank": "int64", "score": "float64", "tag": str}
-    return pd.DataFrame({name: pd.Series(values, dtype=dtypes[name]) for name, values in columns.items()})
 
 
 def add_latency(latencies: dict | None, key: str, start: float, extra: float = 0.0) -> None:
