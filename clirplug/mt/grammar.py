@@ -19,6 +19,7 @@ import gzip
 import heapq
 import io
 import itertools
+import json
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -227,10 +228,34 @@ class SourcePhrases:
         return not run or " ".join(run) in self.phrases
 
 
-# Grammar files (path, size, modification time) read to the end in this process: a restricted
-# read skips the check of the other lines when it was done once (the experiment reads one
-# grammar for many stages).
+# Grammar files (path, size, modification time) read to the end in this process or, by the stamp
+# beside them, in an earlier one: a restricted read skips the check of the other lines when it was
+# done once (the experiment's workers read one grammar for many stages).
 _CHECKED: set[tuple[str, int, int]] = set()
+
+
+def _stamp(path: Path) -> Path:
+    """``<grammar>.checked``: the size and modification time of the grammar's version read to the end."""
+    return path.with_name(path.name + ".checked")
+
+
+def _was_checked(path: Path, version: tuple[str, int, int]) -> bool:
+    if version in _CHECKED:
+        return True
+    try:
+        stamped = json.loads(_stamp(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return stamped == {"size": version[1], "mtime_ns": version[2]}
+
+
+def _mark_checked(path: Path, version: tuple[str, int, int]) -> None:
+    _CHECKED.add(version)
+    try:
+        with atomic_open(_stamp(path)) as out:
+            json.dump({"size": version[1], "mtime_ns": version[2]}, out)
+    except (OSError, ClirplugError):  # a read-only model folder: checked again by the next process
+        pass
 
 
 def _check_line(line: str, where: str) -> None:
@@ -322,14 +347,15 @@ def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rul
     With a ``restriction``, only the rules it admits are parsed and yielded (a per-input
     grammar, as cdec's per-sentence grammars): the others cannot apply to those sentences,
     but are still checked for their fields and feature values (:func:`_check_line`), so a
-    malformed line is an error (naming file and line) wherever it is.
+    malformed line is an error (naming file and line) wherever it is. The check is done once per
+    version of the file: a read to the end records it in ``<grammar>.checked`` for later processes.
     """
     path = Path(path)
     if not path.is_file():
         raise ClirplugError(f"{path}: no such grammar file")
     stat = path.stat()
     version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    check = version not in _CHECKED
+    check = not _was_checked(path, version)
     parser = _RuleLines(str(path))
     admitted = (None, True)  # the last source field and its verdict: rules sharing a source side are consecutive
     with _open_text(path) as lines:
@@ -349,7 +375,8 @@ def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rul
                 yield parser.rule(line, fields, lineno)
         except (UnicodeDecodeError, OSError, EOFError) as error:
             raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
-    _CHECKED.add(version)
+    if check:
+        _mark_checked(path, version)
 
 
 def grammar_features(path) -> set[str]:

@@ -268,3 +268,20 @@ def test_source_phrases_admit_a_superset_of_the_rules_usable_on_a_sentence():
         # and it is exact for sources without nonterminals
         if "[X,1]" not in src:
             assert restriction.admits(" ".join(src)) == usable
+
+
+def test_a_restricted_read_checks_the_skipped_lines_once_per_version_of_the_file(tmp_path, monkeypatch):
+    from clirplug.mt import grammar
+
+    path = tmp_path / "g.txt"
+    path.write_text(f"{READER_LINES[0]}\n[X] ||| haus ||| house ||| EgivenF=0.5 ||| 0-0\n", encoding="utf-8")
+    restriction = SourcePhrases([["der"]])
+    assert len(read_grammar(path, restriction)) == 1
+    assert (tmp_path / "g.txt.checked").is_file()
+    monkeypatch.setattr(grammar, "_CHECKED", set())  # a later process: the stamp says the file was checked
+    monkeypatch.setattr(grammar, "_check_line", lambda line, where: pytest.fail(f"{where} checked again"))
+    assert len(read_grammar(path, restriction)) == 1
+    monkeypatch.undo()
+    path.write_text(f"{READER_LINES[0]}\n[X] ||| haus ||| house ||| EgivenF=x ||| 0-0\n", encoding="utf-8")
+    with pytest.raises(ClirplugError, match="g.txt:2: .*bad feature value"):  # a new version is checked again
+        read_grammar(path, restriction)
