@@ -634,11 +634,8 @@ def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
     reference = stage.inputs[1].read_text(encoding="utf-8").splitlines()[: s["lines"]]
     chunks = 1 if s["output"] == "word-by-word" else max(1, min(ctx.workers.jobs, len(source)))
     tasks = [(s["model"], s["output"], s["lang"], source[i::chunks]) for i in range(chunks)]
-    if chunks == 1:
-        results = [_mt_eval_chunk(tasks[0])]
-    else:
-        with make_executor(ctx.workers) as executor:
-            results = executor.map(_mt_eval_chunk, tasks)
+    with make_executor(ctx.workers) as executor:  # a single task runs in this process
+        results = executor.map(_mt_eval_chunk, tasks)
     hypotheses, seconds = [None] * len(source), [0.0] * len(source)
     for i, (part, part_seconds) in enumerate(results):
         hypotheses[i::chunks], seconds[i::chunks] = part, part_seconds
