@@ -86,7 +86,8 @@ static void deq_row(const block_q4_0 *RESTRICT b, int nin, float *RESTRICT out) 
  * Activations are quantized per 32-element block to int8 (Q8_0): scale d_a
  * and the block's int-sum. Weights stay 4-bit (Q4_0). Each output is
  *   sum_blocks  d_w * d_a * ( <w_nibble, a_int8> - 8 * sum(a_int8) )
- * computed with AVX2 maddubs integer MACs -- no fp32 dequant at all. */
+ * computed with integer MACs (AVX2 maddubs or AVX512-VNNI vpdpbusd) -- no fp32
+ * dequant at all. */
 
 static inline float hsum256(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -241,69 +242,54 @@ static void add_layernorm(float *x, const float *y, const float *w,
     }
 }
 
+/* acc[0..3] += x * y[0..31] */
+static inline void fma32(__m256 acc[4], __m256 x, const float *y) {
+    for (int i = 0; i < 4; i++) acc[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(y + 8 * i), acc[i]);
+}
+
+static inline void store32(float *out, const __m256 acc[4]) {
+    for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 8 * i, acc[i]);
+}
+
 /* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own
  * tokens, one (segment, head) at a time. The segment's keys are transposed once
- * (rows padded to a multiple of 8 keys) so that a query's scores accumulate in
- * registers over 8 keys a vector, 32 keys a pass; the weighted sum of the values
- * keeps 32 of the head's dimensions in registers. hd is a multiple of 32. */
+ * (rows padded with zeros to a multiple of 32 keys) so that a query's scores
+ * accumulate in registers 32 keys a pass; the weighted sum of the values keeps
+ * 32 of the head's dimensions in registers. hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
     float scale = 1.f / sqrtf((float)hd);
-    int maxp8 = (maxp + 7) / 8 * 8;
+    int maxp32 = (maxp + 31) / 32 * 32;
 #pragma omp parallel
     {
-        float *prob = (float *)aligned_alloc(32, sizeof(float) * (size_t)maxp8);
-        float *kt = (float *)aligned_alloc(32, sizeof(float) * (size_t)maxp8 * hd);
+        float *prob = (float *)malloc(sizeof(float) * (size_t)maxp32);
+        float *kt = (float *)malloc(sizeof(float) * (size_t)maxp32 * hd);
 #pragma omp for collapse(2) schedule(dynamic)
         for (int sg = 0; sg < nseg; sg++)
             for (int h = 0; h < NH; h++) {
-                int s0 = segoff[sg], n = segoff[sg + 1] - s0, n8 = (n + 7) / 8 * 8;
+                int s0 = segoff[sg], n = segoff[sg + 1] - s0, n32 = (n + 31) / 32 * 32;
                 for (int e = 0; e < hd; e++) {
-                    float *row = kt + (size_t)e * n8;
+                    float *row = kt + (size_t)e * n32;
                     for (int s = 0; s < n; s++) row[s] = k[(size_t)(s0 + s) * H + h * hd + e];
-                    for (int s = n; s < n8; s++) row[s] = 0.f;
+                    for (int s = n; s < n32; s++) row[s] = 0.f;
                 }
                 for (int t = s0; t < s0 + n; t++) {
                     const float *qh = q + (size_t)t * H + h * hd;
-                    int s = 0;
-                    for (; s + 32 <= n8; s += 32) {
-                        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-                        for (int e = 0; e < hd; e++) {
-                            const float *ke = kt + (size_t)e * n8 + s;
-                            __m256 qe = _mm256_set1_ps(qh[e]);
-                            a0 = _mm256_fmadd_ps(qe, _mm256_load_ps(ke), a0);
-                            a1 = _mm256_fmadd_ps(qe, _mm256_load_ps(ke + 8), a1);
-                            a2 = _mm256_fmadd_ps(qe, _mm256_load_ps(ke + 16), a2);
-                            a3 = _mm256_fmadd_ps(qe, _mm256_load_ps(ke + 24), a3);
-                        }
-                        _mm256_store_ps(prob + s, a0); _mm256_store_ps(prob + s + 8, a1);
-                        _mm256_store_ps(prob + s + 16, a2); _mm256_store_ps(prob + s + 24, a3);
-                    }
-                    for (; s < n8; s += 8) {
-                        __m256 a0 = _mm256_setzero_ps();
-                        for (int e = 0; e < hd; e++)
-                            a0 = _mm256_fmadd_ps(_mm256_set1_ps(qh[e]), _mm256_load_ps(kt + (size_t)e * n8 + s), a0);
-                        _mm256_store_ps(prob + s, a0);
+                    for (int s = 0; s < n32; s += 32) {
+                        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+                        for (int e = 0; e < hd; e++) fma32(acc, _mm256_set1_ps(qh[e]), kt + (size_t)e * n32 + s);
+                        store32(prob + s, acc);
                     }
                     float mx = -1e30f;
-                    for (s = 0; s < n; s++) { prob[s] *= scale; if (prob[s] > mx) mx = prob[s]; }
+                    for (int s = 0; s < n; s++) { prob[s] *= scale; if (prob[s] > mx) mx = prob[s]; }
                     float sum = 0.f;
-                    for (s = 0; s < n; s++) { float x = expf(prob[s] - mx); prob[s] = x; sum += x; }
+                    for (int s = 0; s < n; s++) { float x = expf(prob[s] - mx); prob[s] = x; sum += x; }
                     float inv = 1.f / sum;
-                    for (s = 0; s < n; s++) prob[s] *= inv;
-                    float *ch = ctx + (size_t)t * H + h * hd;
+                    for (int s = 0; s < n; s++) prob[s] *= inv;
                     for (int e = 0; e < hd; e += 32) {
-                        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-                        for (s = 0; s < n; s++) {
-                            const float *vh = v + (size_t)(s0 + s) * H + h * hd + e;
-                            __m256 p = _mm256_set1_ps(prob[s]);
-                            c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
-                            c1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 8), c1);
-                            c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
-                            c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
-                        }
-                        _mm256_storeu_ps(ch + e, c0); _mm256_storeu_ps(ch + e + 8, c1);
-                        _mm256_storeu_ps(ch + e + 16, c2); _mm256_storeu_ps(ch + e + 24, c3);
+                        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+                        for (int s = 0; s < n; s++) fma32(acc, _mm256_set1_ps(prob[s]), v + (size_t)(s0 + s) * H + h * hd + e);
+                        store32(ctx + (size_t)t * H + h * hd + e, acc);
                     }
                 }
             }
