@@ -465,8 +465,10 @@ class TranslationModel:
     def __reduce__(self):
         return _rebuild, (type(self), self._spec)
 
-    def translate(self, text: str, nbest: int = 1) -> list[tuple[str, float]]:
-        """The ``nbest`` best translations of ``text`` (one segment) with their model scores (log10), best first.
+    def translate(self, text: str, nbest: int = 1, unique: bool = True) -> list[tuple[str, float]]:
+        """The ``nbest`` best translations of ``text`` (one segment) with their model scores (log10), best first:
+        distinct strings, the best derivation of each (``unique=False``: the best derivations, whose strings may
+        repeat), as ``clirplug translate`` (``--derivations``).
 
         A text longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` tokens is decoded in
         chunks, whose 1-bests are joined (``nbest`` must then be 1).
@@ -477,7 +479,7 @@ class TranslationModel:
             raise ClirplugError(f"translate: a text of {sum(map(len, pieces))} tokens is decoded in {len(pieces)} "
                                 "chunks, whose n-best lists do not combine: use nbest=1")
         self.translator.restrict(pieces)
-        lists = [self.translator.translate(tokens, nbest) for tokens in pieces]
+        lists = [self.translator.translate(tokens, nbest, unique=unique) for tokens in pieces]
         if len(lists) == 1:
             return [(" ".join(t.words), t.score) for t in lists[0]]
         bests = [best[0] for best in lists if best]

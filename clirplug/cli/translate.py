@@ -8,19 +8,21 @@ Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default st
 
 * ``text``: the 1-best of each line or topic, one a line (the default for plain text with
   ``--nbest 1``);
-* ``tsv``: ``id<TAB>1-best`` a line, a topic file that ``clirplug search --topics``, Pyserini
-  (``--topics FILE.tsv``) and PyTerrier (``pt.io.read_topics(FILE, format="singleline")``)
-  read; a topic whose translation is empty is left out, with a warning, since Anserini's TSV
-  reader fails on a line without text;
-* ``jsonl`` (the default otherwise): one object per input line or topic,
-  ``{"id", "sentences": [{"source": [...], "nbest": [{"words", "score", "features",
-  "alignment", "rules"}]}]}``.
+* ``tsv`` (the default otherwise): with ``--nbest 1``, ``id<TAB>1-best`` a line, a topic file that
+  ``clirplug search --topics``, Pyserini (``--topics FILE.tsv``) and PyTerrier
+  (``pt.io.read_topics(FILE, format="singleline")``) read (a topic whose translation is empty is
+  left out, with a warning, since Anserini's TSV reader fails on a line without text); with
+  ``--nbest N``, ``id<TAB>sentence<TAB>rank<TAB>score<TAB>translation`` a line: each sentence's
+  n-best list (a title is sentence 1; a desc is translated sentence by sentence), ranks from 1,
+  scores the model's (log10);
+* ``jsonl``: one object per input line or topic, ``{"id", "sentences": [{"source": [...],
+  "nbest": [{"words", "score", "features", "alignment", "rules"}]}]}``.
 
-``--unique`` makes each n-best list one of distinct target strings, the best-scoring derivation
-of each: derivations are enumerated best first (lazy k-best) until ``--nbest`` distinct strings
-are found or the forest has no more, so a list is shorter than ``--nbest`` only when the forest
-holds fewer strings. ``--forest OUT`` also writes each sentence's +LM forest to
-``OUT/<id>.<k>.json.gz``.
+An n-best list holds distinct strings, the best-scoring derivation of each: derivations are
+enumerated best first (lazy k-best) until ``--nbest`` distinct strings are found, the forest has
+no more, or ``20 * --nbest`` derivations were read (as cdec's unique k-best), so a list can be
+shorter than ``--nbest``. ``--derivations`` lists the best derivations instead, whose strings may
+repeat. ``--forest OUT`` also writes each sentence's +LM forest to ``OUT/<id>.<k>.json.gz``.
 """
 
 from clirplug.cli import add_output, add_src_lang, add_topic_lang
@@ -43,13 +45,14 @@ def add_arguments(parser):
     parser.add_argument("--kind", choices=KINDS, default="hiero", help="grammar (default: hiero)")
     parser.add_argument("--field", choices=FIELDS, default="title", help="topic field (default: title)")
     parser.add_argument("--nbest", type=int, default=1, metavar="N", help="translations per sentence (default: 1)")
-    parser.add_argument("--unique", action="store_true",
-                        help="n-best lists of distinct strings, the best derivation of each (default: derivations, "
-                             "whose strings may repeat)")
+    parser.add_argument("--derivations", action="store_true",
+                        help="n-best lists of the best derivations, whose strings may repeat (default: distinct "
+                             "strings, the best derivation of each)")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="text: the 1-best a line; tsv: id<TAB>1-best topics (for clirplug search, Pyserini, "
-                             "PyTerrier); jsonl: n-best lists with scores, features and alignments (default: text "
-                             "for plain text with --nbest 1, else jsonl)")
+                             "PyTerrier), or with --nbest N id<TAB>sentence<TAB>rank<TAB>score<TAB>translation; "
+                             "jsonl: n-best lists with scores, features and alignments (default: text for plain "
+                             "text with --nbest 1, else tsv)")
     add_output(parser, "file to write (default: stdout)", required=False)
     parser.add_argument("--forest", metavar="DIR", help="folder for the +LM forests (JSON)")
     parser.add_argument("--weights", metavar="FILE", help="weights file (default: DIR/weights.KIND, else defaults)")
@@ -76,6 +79,13 @@ def _tsv_lines(records, path):
     return lines
 
 
+def _nbest_lines(records):
+    """``id<TAB>sentence<TAB>rank<TAB>score<TAB>translation`` lines, sentences and ranks from 1."""
+    return [f"{record['id']}\t{k}\t{rank}\t{entry['score']:.4f}\t{' '.join(entry['words'])}\n"
+            for record in records for k, sentence in enumerate(record["sentences"], 1)
+            for rank, entry in enumerate(sentence["nbest"], 1)]
+
+
 def _one_best(record) -> str:
     """The 1-best words of every sentence of a record, joined by spaces (tabs and newlines never occur:
     the words are whitespace-split tokens)."""
@@ -93,15 +103,14 @@ def run(args):
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
     from clirplug.irds import irds_id
-    from clirplug.mt.decoder import unique_translations
     from clirplug.mt.grammar import format_rule
     from clirplug.mt.preprocess import chunks
     from clirplug.mt.translator import Translator, translation_json
 
     if args.nbest < 1:
         raise ClirplugError(f"--nbest must be at least 1, got {args.nbest}")
-    if args.format in ("text", "tsv") and args.nbest > 1:
-        raise ClirplugError(f"--format {args.format} writes the 1-best only; use --format jsonl with --nbest {args.nbest}")
+    if args.format == "text" and args.nbest > 1:
+        raise ClirplugError(f"--format text writes the 1-best only; use --format tsv or jsonl with --nbest {args.nbest}")
     if args.output:
         check_output(args.output)
     path = args.input if irds_id(args.input) is not None else Path(args.input)
@@ -115,27 +124,23 @@ def run(args):
             raise ClirplugError(f"{path}: topic id {unsafe[0]!r} cannot name a file in --forest {args.forest} "
                                 "(/, .. and . are not allowed)")
         items = [(t.id, translator.topic_sentences(t, args.field)) for t in topics]
-        output_format = args.format or "jsonl"
+        output_format = args.format or "tsv"
     else:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as error:
             raise ClirplugError(f"{path}: cannot read the input ({error})") from error
         items = [(str(number), chunks(translator.tokenize(line))) for number, line in enumerate(lines, 1)]
-        output_format = args.format or ("text" if args.nbest == 1 else "jsonl")
+        output_format = args.format or ("text" if args.nbest == 1 else "tsv")
     translator.restrict([tokens for _, sentences in items for tokens in sentences])
-    unique = args.unique and args.nbest > 1  # distinct strings, read off each sentence's forest
     records = []
     with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr,
               disable=args.quiet) as bar:
         for item_id, sentences in items:
             record = {"id": item_id, "sentences": []}
             for k, tokens in enumerate(sentences):
-                forest = translator.forest(tokens) if args.forest or unique else None
-                if unique:
-                    nbest = unique_translations(forest, translator.weights, args.nbest)
-                else:
-                    nbest = translator.translate(tokens, args.nbest, forest)
+                forest = translator.forest(tokens) if args.forest else None
+                nbest = translator.translate(tokens, args.nbest, forest, unique=not args.derivations)
                 if args.forest:
                     forest.save(Path(args.forest) / f"{item_id}.{k}.json.gz", format_rule)
                 record["sentences"].append({"source": tokens, "nbest": [translation_json(t) for t in nbest]})
@@ -144,7 +149,7 @@ def run(args):
     if output_format == "text":
         text = "".join(_one_best(r) + "\n" for r in records)
     elif output_format == "tsv":
-        text = "".join(_tsv_lines(records, args.output or "stdout"))
+        text = "".join(_tsv_lines(records, args.output or "stdout") if args.nbest == 1 else _nbest_lines(records))
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if args.output:

@@ -237,8 +237,10 @@ class LanguageModel:
         self.path = Path(path)
         if not self.path.is_file():
             raise ClirplugError(f"{self.path}: no such language model file")
+        config = kenlm.Config()  # silent: no "faster if you build a binary file", no star bar
+        config.show_progress, config.arpa_complain = False, kenlm.ARPALoadComplain.NONE
         try:
-            self.model = kenlm.Model(str(self.path))
+            self.model = kenlm.Model(str(self.path), config)
         except (OSError, RuntimeError) as error:
             raise ClirplugError(f"{self.path}: cannot load the language model: {error}") from error
         self._state_type = kenlm.State

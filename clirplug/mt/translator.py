@@ -21,7 +21,15 @@ from clirplug.atomic import atomic_open
 from clirplug.digest import update_digest
 from clirplug.errors import ClirplugError
 from clirplug.mt import KINDS
-from clirplug.mt.decoder import DEFAULT_MAX_SPAN, DEFAULT_POP_LIMIT, Decoder, Translation, translations
+from clirplug.mt.decoder import (
+    DEFAULT_MAX_SPAN,
+    DEFAULT_POP_LIMIT,
+    UNIQUE_FACTOR,
+    Decoder,
+    Translation,
+    translations,
+    unique_translations,
+)
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
 from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph, gc_paused
@@ -167,23 +175,41 @@ class Translator:
         self._write(path, forest.to_json(format_rule))
         return forest
 
-    def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None) -> list[Translation]:
-        """The ``nbest`` best translations of ``tokens`` (cached), read off ``forest`` if given.
+    def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None,
+                  unique: bool = False) -> list[Translation]:
+        """The ``nbest`` best translations of ``tokens`` (cached), read off ``forest`` if given: the best
+        derivations, whose strings may repeat, or with ``unique`` the best derivation of each of the ``nbest``
+        best distinct strings (reading at most ``UNIQUE_FACTOR * nbest`` derivations, as
+        :meth:`~clirplug.mt.decoder.Decoder.translate` does).
 
-        One cache entry per sentence holds the longest list computed so far (lazy k-best
-        yields the same leading derivations whatever k), so a 1-best after a 10-best is a
-        cache hit; the entry also records whether the forest had fewer derivations than asked.
+        One cache entry per sentence holds the longest list of derivations computed so far (lazy
+        k-best yields the same leading derivations whatever k), so a 1-best after a 10-best is a
+        cache hit; the entry also records whether the forest had fewer derivations than asked. A
+        list of distinct strings has an entry per ``nbest``, since its derivation limit grows with it.
         """
+        if unique and nbest > 1:
+            path = self._key(tokens, f"unique{nbest}")
+            data = self._read(path)
+            if data is not None:
+                return [_translation(t) for t in data["translations"]]
+            hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
+            result = unique_translations(hypergraph, self.weights, nbest, UNIQUE_FACTOR * nbest)
+            self._write(path, {"translations": [translation_json(t) for t in result]})
+            return result
         path = self._key(tokens, "nbest")
         data = self._read(path)
         if data is not None and (len(data["translations"]) >= nbest or data["exhausted"]):
-            return [Translation(tuple(t["words"]), t["score"], t["features"],
-                                tuple(tuple(a) for a in t["alignment"]), tuple(parse_rule(r) for r in t["rules"]))
-                    for t in data["translations"][:nbest]]
+            return [_translation(t) for t in data["translations"][:nbest]]
         hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
         result = translations(hypergraph, kbest(hypergraph, self.weights, nbest))
         self._write(path, {"translations": [translation_json(t) for t in result], "exhausted": len(result) < nbest})
         return result
+
+
+def _translation(record: dict) -> Translation:
+    """A translation from :func:`translation_json`'s dict."""
+    return Translation(tuple(record["words"]), record["score"], record["features"],
+                       tuple(tuple(a) for a in record["alignment"]), tuple(parse_rule(r) for r in record["rules"]))
 
 
 def translation_json(translation: Translation) -> dict:

@@ -113,6 +113,9 @@ def test_translate_gives_the_nbest_with_scores(model):
     assert nbest[0][0] == "copy files" and len(nbest) == 3
     assert [score for _, score in nbest] == sorted((score for _, score in nbest), reverse=True)
     assert model.translate("Dateien kopieren") == nbest[:1]
+    assert len({text for text, _ in nbest}) == 3  # distinct strings, unless derivations are asked for
+    derivations = model.translate("Dateien kopieren", nbest=3, unique=False)
+    assert derivations[0] == nbest[0] and len(derivations) == 3
     long = " ".join(["dateien"] * 150)  # above MAX_SENTENCE_TOKENS: decoded in two chunks
     assert model.translate(long)[0][0] == " ".join(["files"] * 150)
     with pytest.raises(ClirplugError, match="decoded in 2 chunks"):

@@ -235,3 +235,11 @@ def test_cli_train_lm(tmp_path, capsys):
     (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
     assert main(["train", "lm", "--jsonl", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
     assert "bad.jsonl:1: invalid JSON" in capsys.readouterr().err
+
+
+def test_loading_prints_nothing(toy_lm, capfd):
+    """kenlm's own messages (its advice to build a binary file, its star bar) never reach the terminal."""
+    _, lm = toy_lm
+    capfd.readouterr()
+    LanguageModel(lm.path)
+    assert capfd.readouterr() == ("", "")

@@ -113,13 +113,27 @@ def test_tsv_of_plain_text_numbers_the_lines(model, tmp_path, capsys):
     assert [line.split("\t")[0] for line in lines] == ["1", "2"] and all(line.count("\t") == 1 for line in lines)
 
 
-def test_text_and_tsv_refuse_nbest_lists(model, topics, tmp_path, capsys):
-    for output_format in ("tsv", "text"):
-        assert translate("--model", model, "--input", topics, "--format", output_format, "--nbest", "3") == 2
-        assert f"--format {output_format} writes the 1-best only" in capsys.readouterr().err
+def test_text_refuses_nbest_lists(model, topics, capsys):
+    assert translate("--model", model, "--input", topics, "--format", "text", "--nbest", "3") == 2
+    assert "--format text writes the 1-best only" in capsys.readouterr().err
 
 
-# ----------------------------------------------------------------------------- --unique
+def test_nbest_tsv_is_the_default_for_topics_and_matches_the_jsonl(model, topics, tmp_path, capsys):
+    assert translate("--model", model, "--input", topics, "--field", "desc", "--nbest", "3") == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert translate("--model", model, "--input", topics, "--field", "desc", "--nbest", "3", "--format", "jsonl",
+                     "--output", tmp_path / "nbest.jsonl") == 0
+    expected = [[record["id"], str(k), str(rank), f"{entry['score']:.4f}", " ".join(entry["words"])]
+                for record in map(json.loads, (tmp_path / "nbest.jsonl").read_text().splitlines())
+                for k, sentence in enumerate(record["sentences"], 1) for rank, entry in enumerate(sentence["nbest"], 1)]
+    assert rows == expected and len({row[0] for row in rows}) == len(TOPICS)
+    for qid in {row[0] for row in rows}:  # distinct strings in each sentence's list
+        for k in {row[1] for row in rows if row[0] == qid}:
+            texts = [row[4] for row in rows if row[:2] == [qid, k]]
+            assert len(set(texts)) == len(texts)
+
+
+# ----------------------------------------------------------------------------- distinct n-best strings
 
 
 def _exhaustive_unique(translator, tokens):
@@ -154,14 +168,20 @@ def test_unique_nbest_is_the_best_derivation_of_each_distinct_string(model, toke
         assert [(t.words, t.score) for t in found] == [(w, pytest.approx(s)) for w, s in exhaustive[:n]]
 
 
-def test_cli_unique_writes_distinct_strings(spurious, tmp_path):
+def test_cli_nbest_is_distinct_strings_unless_derivations_are_asked(spurious, tmp_path):
     source = tmp_path / "source.txt"
     source.write_text("x x x x x x x x\n")
-    for unique, distinct in (([], 1), (["--unique"], 4)):
-        out = tmp_path / f"nbest{len(unique)}.jsonl"
-        assert translate("--model", spurious, "--input", source, "--nbest", "4", *unique, "--output", out) == 0
-        nbest = json.loads(out.read_text())["sentences"][0]["nbest"]
-        assert len(nbest) == 4 and len({tuple(t["words"]) for t in nbest}) == distinct
+    capped = [(t.words, t.score) for t in Translator(spurious, cache=False).decoder.translate(["x"] * 8, 4, unique=True)]
+    for option, expected in (([], capped), (["--derivations"], None)):
+        out = tmp_path / f"nbest{len(option)}.jsonl"
+        assert translate("--model", spurious, "--input", source, "--nbest", "4", *option, "--format", "jsonl",
+                         "--output", out) == 0
+        nbest = [(tuple(t["words"]), t["score"]) for t in json.loads(out.read_text())["sentences"][0]["nbest"]]
+        if expected is None:  # the 4 best derivations: one string
+            assert len(nbest) == 4 and len({words for words, _ in nbest}) == 1
+        else:  # cdec's cap (20 n derivations read) leaves fewer strings than asked on this forest
+            assert nbest == [(w, pytest.approx(score)) for w, score in expected]
+            assert len({words for words, _ in nbest}) == len(nbest)
 
 
 # ----------------------------------------------------------------------------- old names
