@@ -24,6 +24,7 @@ from clirplug.errors import ClirplugError
 
 EXECUTORS = ("local", "ray")
 RAY_RETRIES = 3  # a task whose worker died (killed, out of memory, node lost) runs again this many times
+ABORT_SECONDS = 5  # an aborted local worker gets this long to end after SIGTERM, then SIGKILL
 
 
 # The faults a running JVM raises on purpose and handles itself (safepoint polls, implicit null
@@ -127,13 +128,20 @@ class Executor:
         return (future.result() for future in futures)
 
     def close(self) -> None:
-        """Stop the workers this executor started."""
+        """Stop the workers this executor started, once their tasks are done."""
+
+    def abort(self) -> None:
+        """Stop the workers this executor started now, their tasks unfinished (after an interrupt or an error)."""
+        self.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc_info):
-        self.close()
+    def __exit__(self, exc_type, *exc_info):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class LocalExecutor(Executor):
@@ -158,23 +166,27 @@ class LocalExecutor(Executor):
 
     def _start(self, workers: int) -> None:
         import multiprocessing
+        import os
         from concurrent.futures import ProcessPoolExecutor
 
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=self._initializer, initargs=self._initargs,
+                                         initializer=_local_worker, initargs=(os.getpid(), self._initializer,
+                                                                              self._initargs),
                                          max_tasks_per_child=1 if self._fresh else None)
 
     def submit(self, function, *args) -> Future:
         if self.jobs == 1:
             return self._here(function, args)
-        if self._pool is None:
-            self._start(self.jobs)
-        return _relayed(self._pool.submit(function, *args))
+        with _interrupts_deferred():  # a worker being spawned gets its whole start-up data
+            if self._pool is None:
+                self._start(self.jobs)
+            return _relayed(self._pool.submit(_local_task, function, args))
 
     def imap(self, function, tasks):
         tasks = list(tasks)
         if self._pool is None and self.jobs > 1 and len(tasks) > 1:
-            self._start(min(self.jobs, len(tasks)))
+            with _interrupts_deferred():
+                self._start(min(self.jobs, len(tasks)))
         if self._pool is None:
             return (self._here(function, (task,)).result() for task in tasks)
         return super().imap(function, tasks)
@@ -183,6 +195,76 @@ class LocalExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+    def abort(self) -> None:
+        if self._pool is not None:
+            workers = list(self._pool._processes.values())  # ProcessPoolExecutor has no public handle on them
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()  # SIGTERM: a busy worker is interrupted as by Ctrl-C (_local_worker)
+            for worker in workers:
+                worker.join(ABORT_SECONDS)
+                if worker.is_alive():
+                    worker.kill()
+            self._pool = None
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Hold Ctrl-C and SIGTERM back while the body runs (in the main thread; elsewhere they never arrive), so
+    that they interrupt the work after it, not a worker's spawn half done."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process receives when its parent dies
+
+
+def _local_worker(parent: int, initializer, initargs: tuple) -> None:
+    """A local worker's start. It dies with its parent (SIGKILL once the parent is gone, however the parent
+    ended, even by SIGKILL: no worker lives on with parent 1). SIGTERM (the parent's :meth:`LocalExecutor.abort`)
+    interrupts its task as Ctrl-C does, so that the task cleans up (and aborts its own workers); an idle worker
+    just ends. Then the executor's initializer runs."""
+    import os
+    import sys
+
+    signal.signal(signal.SIGTERM, _worker_terminated)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # held while it was spawned
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+_BUSY = [False]  # whether this local worker runs a task
+
+
+def _local_task(function, arguments):
+    """A task in a local worker, marked busy while it runs."""
+    _BUSY[0] = True
+    try:
+        return function(*arguments)
+    finally:
+        _BUSY[0] = False
+
+
+def _worker_terminated(signum, frame):
+    import os
+
+    if _BUSY[0]:
+        raise KeyboardInterrupt
+    os._exit(0)
 
 
 class RayExecutor(Executor):

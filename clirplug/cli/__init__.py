@@ -172,11 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum, frame):
+    """SIGTERM (``kill``, a job scheduler) stops a command as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     """Parse ``argv``, run the command, print user errors without a traceback."""
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         result = args.run(args)
     except ClirplugError as error:
@@ -186,6 +192,8 @@ def main(argv=None) -> int:
         notes = getattr(interrupt, "__notes__", None) or ["no output was half-written"]
         print(f"clirplug: interrupted; {'; '.join(notes)}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return int(result or 0)
 
 

@@ -262,7 +262,7 @@ def _run_in_workers(config, workers, progress, plan_stages, todo, numbers, log):
                     except WorkerLost:  # killed by a signal or by the kernel (out of memory)
                         error = error or ClirplugError(
                             f"{stage.name}: its worker process died (killed, e.g. by the system when memory ran out; "
-                            "try --jobs 1); finished stages are kept: rerun to resume")
+                            "try --threads 1); finished stages are kept: rerun to resume")
                         continue
                     except BaseException as failure:  # noqa: BLE001 - re-raised once the running stages are done
                         error = error or failure

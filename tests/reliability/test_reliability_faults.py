@@ -204,8 +204,59 @@ def test_a_killed_stage_worker_is_one_line_and_the_rerun_resumes(tmp_path, fille
     assert proc.returncode == 2 and "Traceback" not in err, err
     assert [line for line in err.splitlines() if line.startswith("clirplug: error:")] == [
         "clirplug: error: index: its worker process died (killed, e.g. by the system when memory ran out; "
-        "try --jobs 1); finished stages are kept: rerun to resume"]
+        "try --threads 1); finished stages are kept: rerun to resume"]
     code, _, err = run(big_experiment(root, filler_corpus) + ["--jobs", "2"])
+    assert code == 0 and "Traceback" not in err, err
+
+
+def stage_workers(proc: subprocess.Popen) -> list[int]:
+    """The spawned worker processes of ``proc`` (once it has started them)."""
+    deadline = time.monotonic() + 300
+    while True:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        workers = [pid for pid in map(int, children) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        if workers:
+            return workers
+        assert proc.poll() is None and time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.01)
+
+
+def alive(pids: list[int], seconds: float = 10.0) -> list[int]:
+    """The processes of ``pids`` still running after up to ``seconds`` (zombies count as ended)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        running = [pid for pid in pids if Path(f"/proc/{pid}").exists()
+                   and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.05)
+
+
+def test_workers_die_with_a_killed_experiment(tmp_path, filler_corpus):
+    """kill -9 of ``experiment --threads 2``: its workers end too, none lives on with parent 1."""
+    proc = start(big_experiment(tmp_path / "root", filler_corpus) + ["--threads", "2"])
+    workers = stage_workers(proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert alive(workers) == []
+
+
+def test_sigterm_stops_a_background_experiment_like_ctrl_c(tmp_path, filler_corpus):
+    """``kill`` (SIGTERM) of an experiment started in the background, where SIGINT is ignored: the
+    interrupt's one line, its busy workers stopped, finished stages kept, and the rerun completes."""
+    root = tmp_path / "root"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.Popen(big_experiment(root, filler_corpus) + ["--threads", "2"], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    workers = stage_workers(proc)
+    proc.terminate()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert the_message(err).startswith("clirplug: interrupted; ")
+    assert "finished stages are kept; the same command resumes with the others" in err
+    assert alive(workers) == []
+    code, _, err = run(big_experiment(root, filler_corpus) + ["--threads", "2"])
     assert code == 0 and "Traceback" not in err, err
 
 
