@@ -1,8 +1,9 @@
 """clirplug: cross-language information retrieval on top of Pyserini/Anserini.
 
 The Python API (:mod:`clirplug.api`): a searcher per method (``search``, ``batch_search``;
-PyTerrier transformers of them in :mod:`clirplug.pyterrier`) and the translation model as an
-object. Its names are imported on first use, so that ``clirplug --help`` loads neither numpy nor Java.
+PyTerrier transformers of them in :mod:`clirplug.pyterrier`), built by class or by method name
+(``clirplug.searcher("dense", index=..., corpus=...)``), and the translation model as an object.
+Its names are imported on first use, so that ``clirplug --help`` loads neither numpy nor Java.
 """
 
 import importlib
@@ -16,6 +17,8 @@ __all__ = [
     "BowfdConfig",
     "BowfdSearcher",
     "ClirplugError",
+    "DenseSearcher",
+    "DtMiraSearcher",
     "DtSearcher",
     "FusionSearcher",
     "Hit",
@@ -25,12 +28,14 @@ __all__ = [
     "Searcher",
     "TranslationModel",
     "__version__",
+    "searcher",
 ]
 
 # name -> the module defining it, imported by __getattr__ when the name is first used
 _LAZY = {
-    **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DtSearcher", "FusionSearcher", "Hit", "LuceneSearcher",
-                     "PsqSearcher", "Searcher", "TranslationModel"], "clirplug.api"),
+    **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DenseSearcher", "DtMiraSearcher", "DtSearcher",
+                     "FusionSearcher", "Hit", "LuceneSearcher", "PsqSearcher", "Searcher", "TranslationModel",
+                     "searcher"], "clirplug.api"),
     "Bm25Run": "clirplug.methods",
     "BowfdConfig": "clirplug.rerank.config",
     "PsqSettings": "clirplug.qt.psq_tables",

@@ -1,7 +1,7 @@
 """The Python API: a searcher per method and the translation model as an object.
 
-A searcher is built from its resources (a Lucene index, a model folder, a first stage) and its
-method's options, keeps them loaded, and answers Pyserini's two calls:
+A searcher is built from its resources (a Lucene index, a model folder, a corpus, a first stage, the
+searchers it fuses) and its method's options, keeps them loaded, and answers Pyserini's two calls:
 
 * ``search(query, k=1000)``: the ``k`` best :class:`Hit` (docid, score, the translation used);
 * ``batch_search(queries, qids, k=1000, threads=1)``: a DataFrame ``qid, docid, rank, score,
@@ -16,18 +16,25 @@ Each searcher calls the library functions behind ``clirplug search``, ``rerank``
 The translation column holds the target-language query each document was scored with: BM25 the
 query itself, DT the 1-best, PSQ the weighted query (``#wsum(0.7 file 0.3 data)`` per source
 token, ``#1(...)`` a phrase), BOW-FD the document's winning derivation (sentences joined by
-spaces), boosting none (it scores n-gram pairs), fusion those of its inputs joined by `` | ``.
-``clirplug.pyterrier.ClirplugTransformer(searcher)`` makes a PyTerrier transformer of any searcher.
+spaces), boosting none (it scores n-gram pairs), dense retrieval the query itself, fusion those of
+its inputs joined by `` | ``. ``clirplug.pyterrier.ClirplugTransformer(searcher)`` makes a PyTerrier
+transformer of any searcher.
+
+Each method's searcher class is named in the registry (:data:`clirplug.methods.METHODS`):
+:func:`searcher` builds one by method name, :func:`compose` a system of them (a reranker and its
+first stage, a fusion and its inputs) from names, shared resources and each method's options, as
+the search service does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
+from clirplug.methods import DenseRun
 
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
 
@@ -112,6 +119,76 @@ def _run_part(task):
     return searcher.run(topics, k)
 
 
+def searcher(method: str, /, **arguments) -> Searcher:
+    """The searcher of ``method`` (a name of :data:`clirplug.methods.METHODS`) built with ``arguments``, the
+    keyword arguments of its class: ``searcher("dt", index="indexes/demo", model=model, field="desc")``."""
+    import inspect
+
+    from clirplug.methods import get_method
+
+    cls = get_method(method).searcher_class()
+    try:
+        inspect.signature(cls).bind(**arguments)
+    except TypeError as error:
+        raise ClirplugError(f"{method}: {error}") from None
+    return cls(**arguments)
+
+
+def system(method: str, options: Mapping[str, Mapping] | None = None, path: tuple[str, ...] = ()) -> list[str]:
+    """The methods of :func:`compose`'s system of ``method``: those it is built on (named in ``options``) first,
+    each once, ``method`` last."""
+    from clirplug.methods import get_method
+
+    get_method(method)
+    if method in path:
+        raise ClirplugError(f"{method} is built on itself: {' -> '.join((*path, method))}")
+    own = (options or {}).get(method, {})
+    names = [own["first_stage"]] if isinstance(own.get("first_stage"), str) else []
+    names += [name for name in own.get("searchers") or () if isinstance(name, str)]
+    order: list[str] = []
+    for name in names:
+        order += [other for other in system(name, options, (*path, method)) if other not in order]
+    return [*order, method]
+
+
+def needs(method: str, options: Mapping[str, Mapping] | None = None) -> set[str]:
+    """What the methods of :func:`compose`'s system of ``method`` need (keys of :data:`clirplug.methods.NEEDS`)."""
+    from clirplug.methods import METHODS
+
+    return {need for name in system(method, options) for need in METHODS[name].needs}
+
+
+def compose(method: str, options: Mapping[str, Mapping] | None = None, name_of: Callable[[str], str] = str,
+            **resources) -> Searcher:
+    """The searcher of ``method`` and of the searchers it is built on, by name.
+
+    Each method's keyword arguments are ``options[method]``; a first stage or fused searchers given by name
+    (``{"bowfd": {"first_stage": "dt"}, "fusion": {"searchers": ["dt", "dense"]}}``) are composed the same
+    way, each method once. ``resources`` (``index``, ``model``, ``corpus``: :data:`clirplug.methods.RESOURCES`)
+    are shared: each method gets those it needs. A need that neither its options nor the resources meet is an
+    error naming it by ``name_of`` (e.g. the service's flags).
+    """
+    from clirplug.methods import METHODS, NEEDS, RESOURCES
+
+    options = options or {}
+    for name in resources:
+        if name not in RESOURCES:
+            raise ClirplugError(f"unknown resource {name!r}: choose among {', '.join(RESOURCES)}")
+    built: dict[str, Searcher] = {}
+    for name in system(method, options):
+        arguments = {need: resources[need] for need in METHODS[name].needs if resources.get(need) is not None}
+        arguments.update(options.get(name, {}))
+        for need in METHODS[name].needs:
+            if arguments.get(need) is None:
+                raise ClirplugError(f"{name} needs {name_of(need)}: {NEEDS[need]}")
+        if isinstance(arguments.get("first_stage"), str):
+            arguments["first_stage"] = built[arguments["first_stage"]]
+        if "searchers" in arguments:
+            arguments["searchers"] = [built[s] if isinstance(s, str) else s for s in arguments["searchers"]]
+        built[name] = searcher(name, **arguments)
+    return built[method]
+
+
 class Searcher:
     """Base of the searchers: :meth:`search` and :meth:`batch_search` over the method's :meth:`run`.
 
@@ -120,6 +197,24 @@ class Searcher:
     """
 
     _spec: dict
+    model: TranslationModel | None = None  # the translation model of a method that translates the query
+    derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
+
+    def inputs(self) -> list[Searcher]:
+        """The searchers this one is built on (a first stage, the searchers it fuses)."""
+        return []
+
+    def query_translation(self, query: str) -> dict:
+        """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best}``, for PSQ with
+        ``"psq": [{"source", "targets": [{"term", "p"}, ...]}, ...]`` (:meth:`TranslationModel.psq_table`);
+        those of the searchers it is built on too; ``{}`` when no translation is searched."""
+        shown: dict = {}
+        for searcher in reversed(self.inputs()):
+            shown.update(searcher.query_translation(query))
+        if self.model is not None:
+            best = self.model.translate(query)
+            shown["best"] = best[0][0] if best else ""
+        return shown
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         """The run frame (``qid, docid, rank, score, translation``) of the topics' queries, ``k`` per query."""
@@ -153,6 +248,14 @@ class Searcher:
 
     def __reduce__(self):
         return _rebuild, (type(self), self._spec)
+
+
+def _checked_searcher(value, role: str):
+    """``value`` when it is a searcher of this module; an error naming its ``role`` otherwise."""
+    if not isinstance(value, Searcher):
+        raise ClirplugError(f"{role} must be a searcher of clirplug.api, got {type(value).__module__}."
+                            f"{type(value).__qualname__}")
+    return value
 
 
 class LuceneSearcher(Searcher):
@@ -215,6 +318,51 @@ class DtSearcher(Searcher):
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
+class DtMiraSearcher(Searcher):
+    """DT whose 1-best is chosen from the decoder's n-best list by MIRA weights (``clirplug search --method dt-mira``,
+    :func:`clirplug.qt.mira.search_run`).
+
+    Parameters
+    ----------
+    index : path
+    model : path or TranslationModel
+        The model folder whose n-best lists the weights were trained on (same grammar).
+    mira : path
+        Weights from ``clirplug train mira``.
+    field, stopwords, k1, b, bm25
+        As :class:`DtSearcher`'s (``stopwords``: those the weights were trained with).
+    """
+
+    def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
+                 k1: float | None = None, b: float | None = None, bm25=None):
+        from clirplug.lucene.reader import LuceneIndex
+        from clirplug.lucene.search import Bm25Searcher
+        from clirplug.qt.mira import mira_weights
+
+        self.bm25 = _bm25(bm25, k1, b)
+        self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
+        self.weights = mira_weights(mira, self.model.kind, self.stopwords)
+        self._spec = {"index": index, "model": self.model, "mira": mira, "field": field, "stopwords": self.stopwords,
+                      "bm25": self.bm25}
+        self.reader = LuceneIndex(index, progress=False) if self.weights.uses_index else None
+        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
+
+    def query_translation(self, query: str) -> dict:
+        from clirplug.io.topics import Topic
+        from clirplug.qt.mira import mira_queries
+
+        queries = mira_queries([Topic("q", query, query, query)], self.field, self.model.translator, self.weights,
+                               self.stopwords, self.reader, progress=False)
+        return {"best": queries["q"]}
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        from clirplug.qt.mira import mira_queries
+
+        queries = mira_queries(topics, self.field, self.model.translator, self.weights, self.stopwords, self.reader,
+                               progress=progress)
+        return _translated(self.searcher.search_all(queries, k, progress), queries)
+
+
 def _psq_text(distributions) -> str:
     """A PSQ query in Indri's notation: ``#wsum(p e ...)`` per source token, ``#1(...)`` a phrase target."""
     def term(target):
@@ -263,12 +411,55 @@ class PsqSearcher(Searcher):
                       "src_lang": src_lang, "bm25": self.bm25}
         self.scorer = PsqScorer(index, self.bm25.k1, self.bm25.b)
 
+    def query_translation(self, query: str) -> dict:
+        if self.model is None:
+            return {}
+        table = self.model.psq_table(query, self.settings, self.source.field)
+        return {**super().query_translation(query), "psq": [
+            {"source": source, "targets": [{"term": term, "p": p} for term, p in targets.items()]}
+            for source, targets in table]}
+
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.psq import psq_search, psq_topic_queries
 
         queries = psq_topic_queries(topics, self.source, self.settings)
         frame = psq_search(self.scorer, queries, k, progress=progress)
         return _translated(frame, {qid: _psq_text(dists) for qid, dists in queries.items()})
+
+
+class DenseSearcher(Searcher):
+    """Dense retrieval without translation, multilingual-e5-small (``clirplug search --method dense``,
+    :func:`clirplug.dense.dense_run`): the query embedded whole, documents ranked by cosine.
+
+    The documents (each its title and first ``words`` words) are embedded once, into the cache beside
+    the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`).
+
+    Parameters
+    ----------
+    index : path
+        The Lucene index beside which the vectors are cached (``<index>.dense/``).
+    corpus : path
+        The collection's documents (JSONL file or folder), embedded unless cached.
+    words : int
+        How many first words of a document are embedded after its title.
+    threads : int, optional
+        Threads of the embedding model (default: all cores).
+    """
+
+    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None):
+        from clirplug import dense
+
+        words = DenseRun.from_values({"words": words}).words
+        if threads is not None:
+            _at_least_one(threads, "threads")
+        self._spec = {"index": index, "corpus": corpus, "words": words, "threads": threads}
+        model = dense.load_model(threads)
+        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, words), words, model, progress=False)
+        self.searcher = dense.DenseSearcher(folder, model)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        queries = {topic.id: topic.title for topic in topics}
+        return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
 def _candidates(topics, candidates, depth: int):
@@ -282,11 +473,18 @@ def _candidates(topics, candidates, depth: int):
     return ranked[(ranked["rank"] <= depth) & ranked["qid"].isin(ids)].reset_index(drop=True)
 
 
+def _first_stage(searcher):
+    return None if searcher is None else _checked_searcher(searcher, "first_stage")
+
+
 class Reranker(Searcher):
     """A searcher that rescores the top ``depth`` documents of a first stage (or of given candidates)."""
 
     first_stage: Searcher | None
     depth: int
+
+    def inputs(self) -> list[Searcher]:
+        return [] if self.first_stage is None else [self.first_stage]
 
     def rerank(self, queries: Sequence[str], qids: Sequence[str], candidates, k: int = 1000, progress: bool = False):
         """Rescore the top ``depth`` ``candidates`` (a run frame ``qid, docid, score``) of each query; a DataFrame
@@ -329,12 +527,14 @@ class BowfdSearcher(Reranker):
         Candidates reranked per query.
     """
 
+    derives = True
+
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
                  v: float | None = None, lm: bool = True, depth: int = 100):
         from clirplug.lucene.reader import LuceneIndex
         from clirplug.rerank.config import BowfdConfig
 
-        self.model, self.first_stage = _model(model), first_stage
+        self.model, self.first_stage = _model(model), _first_stage(first_stage)
         self.settings = BowfdConfig() if settings is None else settings
         self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
         self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "settings": self.settings,
@@ -380,7 +580,7 @@ class BoostSearcher(Reranker):
                  depth: int = 1000):
         from clirplug import boost
 
-        self.first_stage, self.field = first_stage, field and _check_field(field)
+        self.first_stage, self.field = _first_stage(first_stage), field and _check_field(field)
         self.depth = _at_least_one(depth, "depth")
         self._spec = {"model": model, "corpus": corpus, "first_stage": first_stage, "field": field, "depth": depth}
         self.boost = boost.load(model)
@@ -400,23 +600,41 @@ class FusionSearcher(Searcher):
     Parameters
     ----------
     searchers : sequence of Searcher
+        Any searchers of this module, dense retrieval and other fusions included.
     method : str
         A fusion method of :data:`clirplug.fusion.FUSERS` (``borda``, ``rrf``, ``combsum``, ``combmnz``).
     weights : sequence of float, optional
-        One per searcher (``(kappa, 1 - kappa)`` for two); the method's default without.
+        One per searcher; the method's default without.
+    kappa : float, optional
+        Two searchers: the weights ``(kappa, 1 - kappa)`` (``clirplug fuse --kappa``), instead of ``weights``.
     depth : int
         K: documents taken from each searcher and kept.
     """
 
-    def __init__(self, searchers: Sequence[Searcher], *, method: str = "borda", weights=None, depth: int = 1000):
+    def __init__(self, searchers: Sequence[Searcher], *, method: str = "borda", weights=None,
+                 kappa: float | None = None, depth: int = 1000):
         from clirplug.fusion import get_fuser
-        from clirplug.fusion._common import check_depth, check_weights
+        from clirplug.fusion._common import check_depth, check_weights, kappa_weights
 
         get_fuser(method)
-        self.searchers, self.method = list(searchers), method
+        self.searchers = [_checked_searcher(searcher, "each searcher fused") for searcher in searchers]
+        self.method = method
+        if kappa is not None:
+            if weights is not None:
+                raise ClirplugError("give FusionSearcher weights= or kappa=, not both")
+            if len(self.searchers) != 2:
+                raise ClirplugError(f"kappa weighs two searchers, got {len(self.searchers)}: use weights=")
+            weights = kappa_weights(kappa)
         self.weights = None if weights is None else check_weights(weights, len(self.searchers), 1.0)
         self.depth = check_depth(depth)
-        self._spec = {"searchers": self.searchers, "method": method, "weights": weights, "depth": depth}
+        self._spec = {"searchers": self.searchers, "method": method, "weights": self.weights, "depth": depth}
+
+    @property
+    def derives(self) -> bool:
+        return any(searcher.derives for searcher in self.searchers)
+
+    def inputs(self) -> list[Searcher]:
+        return list(self.searchers)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         import pandas as pd

@@ -1,21 +1,22 @@
-"""The registry of methods: each one's settings class, declared once, and its library functions.
+"""The registry of methods: each one's settings class, declared once, its library function and its searcher.
 
-``RUNS`` maps the method of an experiment's ``runs:`` entry (``docs/experiments.md``) to a
-:class:`RunMethod`: the settings class of the entry (typed, with defaults and checks, see
-:mod:`clirplug.settings`), the library function that makes its run (a search, a reranking or a
-fusion: :meth:`RunMethod.function`) and, for methods that train on the tune split, their training
-step, whose options the entry may also set. ``SEARCH_ONLY`` holds the methods of ``clirplug
-search`` that are no ``runs:`` method (``bm25``, ``dt-mira``). ``TRAINING`` maps each step of
-``clirplug train`` (and of an experiment's ``models:``) to its settings class and function. The
-command line builds its flags from the same classes (:func:`clirplug.cli.options.add_settings`;
-``tests/unit/test_cli_options.py`` checks the flags it cannot build); the searchers of
-:mod:`clirplug.api` take the library's settings objects (:class:`~clirplug.qt.psq_tables.PsqSettings`,
-:class:`~clirplug.rerank.config.BowfdConfig`) and the other values as keyword arguments;
-``tests/unit/test_methods.py`` checks that each library function takes its method's settings.
+:data:`METHODS` maps a method's name to a :class:`Method`: the settings class of an experiment's
+``runs:`` entry (typed, with defaults and checks, see :mod:`clirplug.settings`), the library function
+that makes its run (a search, a reranking or a fusion: :meth:`Method.function`), the searcher of
+:mod:`clirplug.api` that the front ends build (:meth:`Method.searcher_class`; the API's
+:func:`clirplug.api.searcher`, the search service and the PyTerrier transformers all build it
+from here), what that searcher needs (:data:`NEEDS`), whether it reranks, and, for methods that
+train on the tune split, their training step, whose options the entry may also set. :data:`RUNS`
+holds the methods an experiment's ``runs:`` may name (all but ``bm25`` and ``dt-mira``).
+``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
+settings class and function. The command line builds its flags from the same classes
+(:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags it
+cannot build); ``tests/unit/test_methods.py`` checks that each library function takes its method's
+settings and each searcher what it needs.
 
-Adding a method: a settings class and its library function here, a planner in
-:mod:`clirplug.experiment.stages` (``PLANNERS``), a stage kind that calls the library, and a
-searcher in :mod:`clirplug.api` (``docs/architecture.md``).
+Adding a method: a settings class, its library function and its searcher here, a planner in
+:mod:`clirplug.experiment.stages` (``PLANNERS``) and a stage kind that calls the library
+(``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -136,24 +137,50 @@ TRAINING: dict[str, TrainingStep] = {
 }
 
 
-@dataclass(frozen=True)
-class RunMethod:
-    """A method: its settings, the library function making its run, and its training step, if any, whose
-    ``fixed`` settings a ``runs:`` entry cannot set.
+# What a method's searcher needs to search, each the searcher's parameter of that name: the resources that the
+# methods of a system share, and the searchers it is built on. A method's own files (BOW-FD's and MIRA's weights,
+# boosting's model) are options of its searcher.
+RESOURCES = {
+    "index": "a Lucene index built by clirplug index",
+    "model": "a translation model folder (docs/models.md)",
+    "corpus": "the collection's documents (a JSONL file or folder)",
+}
+NEEDS = {
+    **RESOURCES,
+    "first_stage": "the searcher whose candidates it reranks",
+    "searchers": "the searchers whose runs it fuses",
+}
 
-    ``library`` names the function as ``"module:function"``, imported on use (:meth:`function`): the
-    modules of the methods import numpy, which building the command line's parser does not.
+
+@dataclass(frozen=True)
+class Method:
+    """A method: its settings, the library function making its run, the searcher of :mod:`clirplug.api`, what
+    that searcher needs (keys of :data:`NEEDS`) to search, and its training step, if any, whose ``fixed``
+    settings a ``runs:`` entry cannot set.
+
+    ``library`` and ``searcher`` name a function and a class as ``"module:name"``, imported on use: the
+    modules of the methods import numpy, which building the command line's parser does not. A method
+    that ``reranks`` rescores a first stage's candidates (its searcher is a :class:`clirplug.api.Reranker`);
+    ``experiment`` says whether an experiment's ``runs:`` may name it.
     """
 
     settings: type[Settings]
     library: str
+    searcher: str
+    needs: tuple[str, ...]
+    help: str
+    reranks: bool = False
+    experiment: bool = True
     training: TrainingStep | None = None
     fixed: tuple[str, ...] = ()
 
     def function(self) -> Callable:
         """The library function that makes the method's run frame (``qid, docid, rank, score``)."""
-        module, name = self.library.split(":")
-        return getattr(importlib.import_module(module), name)
+        return _imported(self.library)
+
+    def searcher_class(self) -> type:
+        """The searcher class of :mod:`clirplug.api` that front ends build for the method."""
+        return _imported(self.searcher)
 
     def read(self, mapping: dict, where: str) -> tuple[Settings, dict, Settings | None]:
         """From a ``runs:`` mapping: the entry's settings, its training options as written (key-sorted, for the
@@ -167,17 +194,39 @@ class RunMethod:
         return self.settings.from_mapping(own, where), dict(sorted(training.items())), trained
 
 
-RUNS: dict[str, RunMethod] = {
-    "dt": RunMethod(DtRun, "clirplug.qt.dt:dt_run"),
-    "psq": RunMethod(PsqRun, "clirplug.qt.psq:psq_run"),
-    "boost": RunMethod(BoostRun, "clirplug.boost:rerank_run", TRAINING["boost"], fixed=("field", "src_lang")),
-    "bowfd": RunMethod(BowfdRun, "clirplug.rerank.bowfd:rerank_run", TRAINING["bowfd"]),
-    "fusion": RunMethod(FusionRun, "clirplug.fusion:fuse"),
-    "dense": RunMethod(DenseRun, "clirplug.dense:dense_run"),
+def _imported(name: str):
+    module, attribute = name.split(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+METHODS: dict[str, Method] = {
+    "bm25": Method(Bm25Run, "clirplug.lucene.search:bm25_search", "clirplug.api:LuceneSearcher", ("index",),
+                   "BM25 of the untranslated query", experiment=False),
+    "dt": Method(DtRun, "clirplug.qt.dt:dt_run", "clirplug.api:DtSearcher", ("index", "model"),
+                 "direct translation: BM25 of the model's 1-best"),
+    "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
+                      "DT with the 1-best chosen from the n-best list by MIRA weights", experiment=False),
+    "psq": Method(PsqRun, "clirplug.qt.psq:psq_run", "clirplug.api:PsqSearcher", ("index", "model"),
+                  "probabilistic structured queries of the model's tables"),
+    "boost": Method(BoostRun, "clirplug.boost:rerank_run", "clirplug.api:BoostSearcher", ("corpus",),
+                    "bagged RankBoost over n-gram pairs, alone or reranking a first stage",
+                    reranks=True, training=TRAINING["boost"], fixed=("field", "src_lang")),
+    "bowfd": Method(BowfdRun, "clirplug.rerank.bowfd:rerank_run", "clirplug.api:BowfdSearcher",
+                    ("index", "model", "first_stage"),
+                    "BOW-FD: a first stage's top reranked by bag-of-words forced decoding", reranks=True,
+                    training=TRAINING["bowfd"]),
+    "fusion": Method(FusionRun, "clirplug.fusion:fuse", "clirplug.api:FusionSearcher", ("searchers",),
+                     "the rankings of other methods fused (weighted Borda count, RRF, ...)"),
+    "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
+                    "multilingual-e5-small embeddings, no translation"),
 }
-# The methods of ``clirplug search`` (and :mod:`clirplug.api`) that are no ``runs:`` method: an
-# experiment searches BM25 with its ``bm25:`` settings for every baseline, and runs no dt-mira.
-SEARCH_ONLY: dict[str, RunMethod] = {
-    "bm25": RunMethod(Bm25Run, "clirplug.lucene.search:bm25_search"),
-    "dt-mira": RunMethod(DtMiraRun, "clirplug.qt.mira:search_run"),
-}
+# The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline,
+# and runs no dt-mira.
+RUNS: dict[str, Method] = {name: method for name, method in METHODS.items() if method.experiment}
+
+
+def get_method(name: str) -> Method:
+    """The method registered as ``name``; a :class:`ClirplugError` listing the methods otherwise."""
+    if name not in METHODS:
+        raise ClirplugError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
+    return METHODS[name]

@@ -1,11 +1,13 @@
 """PyTerrier transformers of the clirplug searchers (``pip install clirplug[pyterrier]``).
 
-``ClirplugTransformer(searcher)`` wraps any :class:`clirplug.api.Searcher`. Given queries (``qid, query``)
-it retrieves; given results (``qid, query, docno, score``, e.g. from an earlier stage), a reranker
-(BOW-FD, boosting) rescores their top ``depth`` documents, so pipelines compose as in PyTerrier::
+``ClirplugTransformer(searcher)`` wraps any :class:`clirplug.api.Searcher`, and :func:`transformer` builds
+one by method name through the registry (:func:`clirplug.api.searcher`), for every method. Given queries
+(``qid, query``) it retrieves; given results (``qid, query, docno, score``, e.g. from an earlier stage), a
+reranker (BOW-FD, boosting) rescores their top ``depth`` documents, so pipelines compose as in PyTerrier::
 
-    dt = ClirplugTransformer(DtSearcher("indexes/demo", model))
-    bowfd = ClirplugTransformer(BowfdSearcher("indexes/demo", model, depth=50))
+    dt = transformer("dt", index="indexes/demo", model=model)
+    bowfd = transformer("bowfd", index="indexes/demo", model=model, depth=50)
+    dense = transformer("dense", index="indexes/demo", corpus="corpus.jsonl")
     results = (dt >> bowfd)(pt.io.read_topics("topics.tsv", format="singleline"))
 
 The output has PyTerrier's columns ``qid, query, docno, score, rank`` (ranks from
@@ -15,7 +17,7 @@ PyTerrier, so clirplug works without it.
 
 import pyterrier as pt
 
-from clirplug.api import Reranker, Searcher
+from clirplug.api import Reranker, Searcher, searcher
 
 
 class ClirplugTransformer(pt.Transformer):
@@ -45,3 +47,9 @@ class ClirplugTransformer(pt.Transformer):
         frame = frame.rename(columns={"docid": "docno"}).merge(queries.assign(qid=qids), on="qid")
         frame["rank"] = frame["rank"] - 1 + pt.model.FIRST_RANK  # clirplug's ranks count from 1
         return frame[["qid", "query", "docno", "score", "rank", "translation"]]
+
+
+def transformer(method: str, /, k: int = 1000, **arguments) -> ClirplugTransformer:
+    """The transformer, ``k`` documents per query, of ``method``'s searcher built by :func:`clirplug.api.searcher`
+    with ``arguments`` (``transformer("dense", index=..., corpus=..., threads=2)``: the searcher's own threads)."""
+    return ClirplugTransformer(searcher(method, **arguments), k)

@@ -34,6 +34,7 @@ def run(args):
     from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.fusion import fuse
+    from clirplug.fusion._common import kappa_weights
     from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run
@@ -63,9 +64,7 @@ def run(args):
               f" curve in {prefix}.tsv and {prefix}.png")
         weights = [kappa, 1 - kappa]
     elif args.kappa is not None:
-        if not 0 <= args.kappa <= 1:
-            raise ClirplugError(f"--kappa must lie in [0, 1], got {args.kappa}")
-        weights = [args.kappa, 1 - args.kappa]
+        weights = kappa_weights(args.kappa, "--kappa")
     fused = fuse(args.method, runs, weights=weights, depth=args.depth)
     write_run_file(fused, args, depth=args.depth)
     print(f"wrote {args.output}: {fused['qid'].nunique()} topics, {len(fused)} lines")

@@ -1,16 +1,24 @@
 """``clirplug serve``: keep an index and a model loaded and answer searches over HTTP, with a search page."""
 
-from clirplug.cli import add_src_lang, method_list
+from clirplug.cli import add_src_lang, add_threads, method_list
 
 HELP = "answer searches over HTTP (JSON at /search, a search page at /) with an index and a model kept loaded"
+
+# The flag giving each need of a method (clirplug.methods.NEEDS), to name it in errors.
+FLAGS = {"index": "--index", "model": "--model", "corpus": "--corpus", "first_stage": "--first-stage",
+         "searchers": "--fuse"}
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def add_arguments(parser):
     from clirplug.cli.options import add_settings
-    from clirplug.methods import Bm25Run, DtRun
-    from clirplug.serve.service import METHODS
+    from clirplug.fusion import FUSERS
+    from clirplug.methods import METHODS, Bm25Run, DenseRun, DtRun
 
-    parser.epilog = method_list("methods (--method)", METHODS) + (
+    parser.epilog = method_list("methods (--method)", {name: method.help for name, method in METHODS.items()}) + (
         "\nGET /search?q=TEXT&k=10 answers one query, POST /search a batch "
         '{"queries": [{"qid": ..., "query": ...}], "k": 10};\nsee docs/cli.md.\n')
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index built by 'clirplug index'")
@@ -18,17 +26,35 @@ def add_arguments(parser):
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one)")
     add_settings(parser, Bm25Run)
-    model = parser.add_argument_group("translation (dt, psq, bowfd)")
+    model = parser.add_argument_group("translation (dt, dt-mira, psq, bowfd)")
     model.add_argument("--model", metavar="DIR", help="model folder trained by 'clirplug train' (docs/models.md)")
     add_settings(model, DtRun, only=("kind",))
     add_src_lang(model, "query language, for tokenization (default: de)")
     model.add_argument("--psq", default="", metavar="SPEC", help="psq: the PSQ options, as 'clirplug search --psq'")
-    model.add_argument("--stopwords", metavar="FILE", help="dt, bowfd: target-language stopwords removed from the 1-best")
-    bowfd = parser.add_argument_group("BOW-FD (--method bowfd: reranks the DT top --depth)")
-    bowfd.add_argument("--depth", type=int, default=100, help="DT candidates reranked per query (default: 100)")
-    bowfd.add_argument("--weights", metavar="FILE", help="weights from 'clirplug train bowfd' (default: v on every term)")
-    bowfd.add_argument("--v", type=float, default=None, help="IR default weight v (default: the weights file's, else 1.6)")
-    bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
+    model.add_argument("--stopwords", metavar="FILE",
+                       help="dt, dt-mira: target-language stopwords removed from the 1-best")
+    model.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from 'clirplug train mira'")
+    rerank = parser.add_argument_group("rerankers (bowfd, boost)")
+    rerank.add_argument("--first-stage", choices=list(METHODS), metavar="METHOD",
+                        help="the method whose top --depth is reranked (default: dt for bowfd; boost without it "
+                             "scores the whole collection)")
+    rerank.add_argument("--depth", type=int, default=100, help="candidates reranked per query (default: 100)")
+    rerank.add_argument("--weights", metavar="FILE",
+                        help="bowfd: weights from 'clirplug train bowfd' (default: v on every term)")
+    rerank.add_argument("--v", type=float, default=None,
+                        help="bowfd: IR default weight v (default: the weights file's, else 1.6)")
+    rerank.add_argument("--no-lm", action="store_true", help="bowfd: decode without the language model (the -LM ablation)")
+    rerank.add_argument("--boost-model", metavar="FILE", help="boost: the model from 'clirplug train boost'")
+    corpus = parser.add_argument_group("dense retrieval and boosting (dense, boost)")
+    corpus.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents (a file or folder)")
+    add_settings(corpus, DenseRun, skip=("grid",))
+    add_threads(corpus, "dense: threads of the embedding model (default: all cores)")
+    fusion = parser.add_argument_group("fusion (--method fusion)")
+    fusion.add_argument("--fuse", type=_names, metavar="A,B",
+                        help="the methods whose rankings are fused, e.g. dt,dense (each with its own options above)")
+    fusion.add_argument("--fuser", default="borda", choices=list(FUSERS), help="fusion method (default: borda)")
+    fusion.add_argument("--kappa", type=float, default=None,
+                        help="two methods: weights (kappa, 1 - kappa) (default: the fusion method's)")
 
 
 def _require_web_stack():
@@ -41,30 +67,62 @@ def _require_web_stack():
         raise ClirplugError(f"clirplug serve needs {' and '.join(missing)}: pip install 'clirplug[serve]'")
 
 
-def run(args):
+def _given(**values) -> dict:
+    """The ``values`` that are not None: a searcher's own default stands for an option not given."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def searcher_options(args) -> dict:
+    """Each method's searcher arguments (:func:`clirplug.api.compose`) from the flags, checked."""
+    from clirplug.cli import check_threads
     from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
-    from clirplug.lucene.index import check_index
-    from clirplug.methods import Bm25Run
+    from clirplug.methods import Bm25Run, BowfdRun
     from clirplug.qt.psq_tables import PsqSettings
-    from clirplug.serve.service import SearchService
     from clirplug.stopwords import read_stopwords
+
+    if args.depth < 1:
+        raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
+    check_threads(args.threads)
+    bm25 = settings_from_args(Bm25Run, args)
+    stopwords = sorted(read_stopwords(args.stopwords)) if args.stopwords else []
+    rerank = _given(first_stage=args.first_stage, depth=args.depth)
+    return {
+        "bm25": {"bm25": bm25},
+        "dt": {"bm25": bm25, "stopwords": stopwords},
+        "dt-mira": _given(bm25=bm25, stopwords=stopwords, mira=args.mira),
+        "psq": {"bm25": bm25, "settings": PsqSettings.parse(args.psq)},
+        "boost": _given(model=args.boost_model, **rerank),
+        "bowfd": {"first_stage": BowfdRun.candidates, **rerank, "weights": args.weights, "v": args.v,
+                  "lm": not args.no_lm},
+        "dense": _given(words=args.words, threads=args.threads),
+        "fusion": _given(searchers=args.fuse, method=args.fuser, kappa=args.kappa),
+    }
+
+
+def service(args, options: dict):
+    """The :class:`~clirplug.serve.service.SearchService` of the flags: ``--method`` composed through the registry
+    with ``options`` (:func:`searcher_options`)."""
+    from clirplug.serve.service import SearchService
+
+    return SearchService(args.method, args.index, options, model=args.model, corpus=args.corpus, kind=args.kind,
+                         src_lang=args.src_lang, name_of=lambda need: FLAGS.get(need, need))
+
+
+def run(args):
+    from clirplug.errors import ClirplugError
+    from clirplug.lucene.index import check_index
 
     _require_web_stack()
     from clirplug.serve.app import bind, create_app, serve
 
     if not 0 <= args.port <= 65535:
         raise ClirplugError(f"--port must be from 0 to 65535, got {args.port}")
-    if args.depth < 1:
-        raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
-    settings_from_args(Bm25Run, args)
+    options = searcher_options(args)
     check_index(args.index)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once
-    service = SearchService(args.method, args.index, args.model, kind=args.kind, src_lang=args.src_lang, k1=args.k1,
-                            b=args.b, psq=PsqSettings.parse(args.psq),
-                            stopwords=sorted(read_stopwords(args.stopwords)) if args.stopwords else (),
-                            weights=args.weights, v=args.v, lm=not args.no_lm, depth=args.depth)
+    searching = service(args, options)
     host, port = sock.getsockname()[:2]
     print(f"clirplug serve: {args.method} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
-    serve(create_app(service), sock)
+    serve(create_app(searching), sock)
     print("clirplug serve: stopped")

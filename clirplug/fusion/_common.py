@@ -28,6 +28,13 @@ def check_weights(weights, count, default):
     return weights
 
 
+def kappa_weights(kappa, name="kappa"):
+    """The weights ``(kappa, 1 - kappa)`` of two runs; ``name`` names a ``kappa`` outside [0, 1] in the error."""
+    if isinstance(kappa, bool) or not isinstance(kappa, int | float) or not 0 <= kappa <= 1:
+        raise ClirplugError(f"{name} must lie in [0, 1], got {kappa}")
+    return [float(kappa), 1 - float(kappa)]
+
+
 def check_depth(depth):
     """Raise ``ClirplugError`` unless ``depth`` is a positive integer."""
     if depth is None or int(depth) != depth or depth < 1:

@@ -465,21 +465,9 @@ def reranked_query(translator, model: MiraModel, topic, field: str, stopwords: I
     return " ".join(words)
 
 
-def search_run(topics, *, index, model, mira, field: str = "title", kind: str = "hiero", src_lang: str = "de",
-               stopwords: Iterable[str] = (), hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
-               progress: bool = True):
-    """DT with the MIRA-reranked 1-best of each sentence (``clirplug search --method dt-mira``).
-
-    ``model`` is the translation model folder, ``mira`` the weights file of :meth:`MiraModel.save`
-    (trained on ``kind`` n-best lists with the DT ``stopwords`` given here); the other parameters
-    are those of :func:`clirplug.qt.dt.dt_run`. Returns the run frame (qid, docid, rank, score).
-    """
-    from tqdm import tqdm
-
-    from clirplug.lucene.reader import LuceneIndex
-    from clirplug.lucene.search import bm25_search
-    from clirplug.mt.translator import Translator
-
+def mira_weights(mira, kind: str, stopwords: Iterable[str]) -> MiraModel:
+    """The weights file ``mira`` (:meth:`MiraModel.save`), checked against the grammar ``kind`` and the DT
+    ``stopwords`` searched with: those it was trained with."""
     weights = MiraModel.load(mira)
     trained_kind = weights.settings.get("kind")
     if trained_kind is not None and trained_kind != kind:
@@ -489,12 +477,39 @@ def search_run(topics, *, index, model, mira, field: str = "title", kind: str = 
     if trained is not None and sorted(w.lower() for w in trained) != sorted(w.lower() for w in stopwords):
         raise ClirplugError(f"{mira}: trained with {len(trained)} DT stopwords, given {len(stopwords)}: "
                             "give the --stopwords list used by `clirplug train mira`")
-    translator = Translator(model, kind=kind, src_lang=src_lang)
+    return weights
+
+
+def mira_queries(topics, field: str, translator, weights: MiraModel, stopwords: Iterable[str] = (), index=None,
+                 progress: bool = True) -> dict[str, str]:
+    """``qid -> query`` of every topic, the MIRA-reranked 1-best of each sentence (:func:`reranked_query`;
+    ``index``: the searched index's reader, for weights with retrieval features)."""
+    from tqdm import tqdm
+
     translator.restrict_topics(topics, field)
+    return {t.id: reranked_query(translator, weights, t, field, stopwords, index)
+            for t in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
+
+
+def search_run(topics, *, index, model, mira, field: str = "title", kind: str = "hiero", src_lang: str = "de",
+               stopwords: Iterable[str] = (), hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
+               progress: bool = True):
+    """DT with the MIRA-reranked 1-best of each sentence (``clirplug search --method dt-mira``).
+
+    ``model`` is the translation model folder, ``mira`` the weights file of :meth:`MiraModel.save`
+    (trained on ``kind`` n-best lists with the DT ``stopwords`` given here); the other parameters
+    are those of :func:`clirplug.qt.dt.dt_run`. Returns the run frame (qid, docid, rank, score).
+    """
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.lucene.search import bm25_search
+    from clirplug.mt.translator import Translator
+
+    stopwords = sorted(stopwords)
+    weights = mira_weights(mira, kind, stopwords)
+    translator = Translator(model, kind=kind, src_lang=src_lang)
     reader = LuceneIndex(index, progress=progress) if weights.uses_index else None
     try:
-        queries = {t.id: reranked_query(translator, weights, t, field, stopwords, reader)
-                   for t in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
+        queries = mira_queries(topics, field, translator, weights, stopwords, reader, progress)
     finally:
         if reader is not None:
             reader.close()

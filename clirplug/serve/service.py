@@ -1,22 +1,20 @@
-"""The search service without HTTP: one searcher of :mod:`clirplug.api` kept loaded, its answers as JSON-ready dicts.
+"""The search service without HTTP: a searcher of :mod:`clirplug.api` kept loaded, its answers as JSON-ready dicts.
 
-A query is read as a title (translated whole). Each answer holds the query's translation (the
-model's 1-best; for PSQ also the weighted alternatives of each source token) and the ranked
-documents with their title and first words; BOW-FD adds each document's winning derivation.
+The searcher is any method of the registry (:data:`clirplug.methods.METHODS`), composed by name with the
+searchers it is built on (a reranker's first stage, the inputs of a fusion: :func:`clirplug.api.compose`).
+A query is read as a title (translated whole). Each answer holds the query's translation (the model's
+1-best; for PSQ also the weighted alternatives of each source token; none when no method of the searcher
+translates) and the ranked documents with their title and first words; a searcher whose documents have
+translations of their own (BOW-FD's winning derivations) adds each one's.
 """
 
 from __future__ import annotations
 
-from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
+from collections.abc import Callable, Mapping
+
 from clirplug.errors import ClirplugError
 
 SNIPPET_WORDS = 30
-METHODS = {
-    "bm25": "BM25 of the untranslated query",
-    "dt": "direct translation: BM25 of the model's 1-best",
-    "psq": "probabilistic structured queries of the model's tables",
-    "bowfd": "BOW-FD: the DT top --depth reranked by bag-of-words forced decoding",
-}
 
 
 def split_document(text: str | None) -> tuple[str, str]:
@@ -31,66 +29,47 @@ def split_document(text: str | None) -> tuple[str, str]:
 
 
 class SearchService:
-    """A searcher with its index and model loaded once, answering batches of queries.
+    """A searcher with its index and models loaded once, answering batches of queries.
 
     Not thread-safe: the web application calls it from one worker thread (:mod:`clirplug.serve.app`).
 
     Parameters
     ----------
-    method : {"bm25", "dt", "psq", "bowfd"}
+    method : str
+        A method of :data:`clirplug.methods.METHODS`.
     index : path
-        The Lucene index searched (built by ``clirplug index``, which stores the documents' text).
+        The Lucene index whose stored texts the hits show (built by ``clirplug index``); also the index
+        searched, for the methods that need one.
+    options : mapping, optional
+        Each method's searcher arguments, by method name (:func:`clirplug.api.compose`), with the first
+        stage or fused searchers by name.
     model : path, optional
-        The model folder (all methods but bm25).
-    kind, src_lang : str
-        The model's grammar and the query language.
-    k1, b : float
-        BM25 of the search (of BOW-FD's DT first stage).
-    psq : PsqSettings, optional
-        The PSQ options (``--psq``).
-    stopwords : iterable of str
-        Target-language words removed from the DT 1-best before search (dt, bowfd's first stage).
-    weights, v, lm, depth
-        BOW-FD's options (:class:`clirplug.api.BowfdSearcher`).
+        The translation model folder, for the methods that need one; loaded once with ``kind`` and ``src_lang``.
+    corpus : path, optional
+        The collection's documents, for the methods that need them (dense retrieval, boosting).
+    name_of : callable
+        Names a missing or unneeded resource in an error (the command's flags).
     """
 
-    def __init__(self, method: str, index, model=None, *, kind: str = "hiero", src_lang: str = "de",
-                 k1: float = ANSERINI_K1, b: float = ANSERINI_B, psq=None, stopwords=(), weights=None,
-                 v: float | None = None, lm: bool = True, depth: int = 100):
+    def __init__(self, method: str, index, options: Mapping[str, Mapping] | None = None, *, model=None,
+                 corpus=None, kind: str = "hiero", src_lang: str = "de", name_of: Callable[[str], str] = str):
         from clirplug import api
         from clirplug.lucene.reader import LuceneIndex
-        from clirplug.methods import Bm25Run
-        from clirplug.qt.psq_tables import PsqSettings
 
-        if method not in METHODS:
-            raise ClirplugError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-        if (model is None) != (method == "bm25"):
-            raise ClirplugError(f"--method {method} {'needs' if model is None else 'takes no'} --model")
-        bm25 = Bm25Run(k1=k1, b=b)
-        self.method, self.psq = method, PsqSettings() if psq is None else psq
-        self.model = None if model is None else api.TranslationModel(model, kind=kind, src_lang=src_lang)
-        if method == "bm25":
-            self.searcher = api.LuceneSearcher(index, bm25=bm25)
-        elif method == "psq":
-            self.searcher = api.PsqSearcher(index, self.model, self.psq, bm25=bm25)
-        else:
-            self.searcher = api.DtSearcher(index, self.model, stopwords=stopwords, bm25=bm25)
-            if method == "bowfd":
-                self.searcher = api.BowfdSearcher(index, self.model, self.searcher, weights=weights, v=v, lm=lm,
-                                                  depth=depth)
+        needed = api.needs(method, options)
+        for name, value in (("model", model), ("corpus", corpus)):
+            if value is not None and name not in needed:
+                raise ClirplugError(f"{method} takes no {name_of(name)}")
+        self.method = method
+        model = None if model is None else api.TranslationModel(model, kind=kind, src_lang=src_lang)
+        self.searcher = api.compose(method, options, name_of, index=index, model=model, corpus=corpus)
         self.documents = LuceneIndex(index, progress=False)
 
     def translation(self, query: str) -> dict | None:
-        """The translation shown with ``query``'s hits: ``{"best": 1-best}``, for PSQ with ``"psq": [{"source",
-        "targets": [{"term", "p"}, ...]}, ...]``; None for bm25 (the query is searched as it is)."""
-        if self.model is None:
-            return None
-        best = self.model.translate(query)
-        shown: dict = {"best": best[0][0] if best else ""}
-        if self.method == "psq":
-            shown["psq"] = [{"source": source, "targets": [{"term": t, "p": p} for t, p in targets.items()]}
-                            for source, targets in self.model.psq_table(query, self.psq)]
-        return shown
+        """The translation shown with ``query``'s hits (:meth:`clirplug.api.Searcher.query_translation`): ``{"best":
+        1-best}``, for PSQ with ``"psq": [{"source", "targets": [{"term", "p"}, ...]}, ...]``; None when the query
+        is searched as it is."""
+        return self.searcher.query_translation(query) or None
 
     def search(self, queries: list[tuple[str, str]], k: int) -> list[dict]:
         """The answer to each ``(qid, query)``: ``{"qid", "query", "translation", "hits": [{"rank", "docid",
@@ -100,7 +79,7 @@ class SearchService:
         for qid, docid, rank, score, translation in frame.itertuples(index=False):
             title, snippet = split_document(self.documents.document_text(docid))
             hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": title, "snippet": snippet}
-            if self.method == "bowfd":
+            if self.searcher.derives:
                 hit["derivation"] = translation
             hits[qid].append(hit)
         return [{"qid": qid, "query": text, "translation": self.translation(text), "hits": hits[qid]}

@@ -1,8 +1,9 @@
 """The Python API on the demo: each method's run equals the command line's and the experiment's, byte for byte.
 
 The experiment (the session's ``demo`` fixture, configs/demo.yaml) trained the models and tuned PSQ,
-BOW-FD and fusion on train; the API and ``clirplug search|rerank|fuse`` are given the same models
-and the settings the experiment chose, and write the dev run with the experiment's run tag.
+BOW-FD, the dense peer's word count and fusion on train; the API and ``clirplug search|rerank|fuse``
+are given the same models and the settings the experiment chose, and write the dev run with the
+experiment's run tag.
 """
 
 import json
@@ -13,6 +14,7 @@ import pytest
 from clirplug.api import (
     BoostSearcher,
     BowfdSearcher,
+    DenseSearcher,
     DtSearcher,
     FusionSearcher,
     LuceneSearcher,
@@ -37,8 +39,10 @@ class Demo:
         self.config = config
         self.index, self.models = str(config.index_dir), str(config.model_dir)
         self.topics = str(config.collection.topics("dev"))
+        self.corpus = str(config.collection.corpus)
         self.model = TranslationModel(config.model_dir, kind="flat", src_lang=config.collection.lang)
         self.bm25 = config.bm25
+        self.dense_searchers = {}
 
     def run(self, field: str, name: str):
         return self.config.run_dir / f"dev.{field}.{name}.trec"
@@ -60,6 +64,13 @@ class Demo:
     def psq(self, field: str):
         return PsqSearcher(self.index, self.model, PsqSettings.parse(self.tuned(field, "psq")["psq"]), field=field,
                            **self.bm25)
+
+    def dense(self, field: str):
+        """The dense searcher of the word count tuned for ``field``, made once (it loads the e5 model)."""
+        words = self.tuned(field, "dense")["words"]
+        if words not in self.dense_searchers:
+            self.dense_searchers[words] = DenseSearcher(self.index, self.corpus, words=words)
+        return self.dense_searchers[words]
 
     def weights(self, field: str) -> str:
         return f"{self.models}/bowfd.bowfd.{field}.weights"
@@ -84,15 +95,19 @@ class Demo:
                               "--field", field, "--candidates", str(self.run(field, "dt")), "--weights",
                               self.weights(field), "--depth", "50", "--quiet"]
         if name == "boost":
-            corpus = str(self.config.collection.corpus)
-            return BoostSearcher(self.boost_model(field), corpus, field=field), [
-                "search", "--method", "boost", "--model", self.boost_model(field), "--corpus", corpus,
+            return BoostSearcher(self.boost_model(field), self.corpus, field=field), [
+                "search", "--method", "boost", "--model", self.boost_model(field), "--corpus", self.corpus,
                 "--topics", self.topics, "--field", field, "--quiet"]
-        tuned = self.tuned(field, "dt+psq")
-        kappa = tuned["kappa"]
-        searcher = FusionSearcher([self.dt(field), self.psq(field)], method=tuned["method"], weights=[kappa, 1 - kappa])
-        return searcher, ["fuse", "--runs", str(self.run(field, "dt")), str(self.run(field, "psq")),
-                          "--method", tuned["method"], "--kappa", repr(kappa)]
+        if name == "dense":
+            return self.dense(field), ["search", "--method", "dense", "--index", self.index, "--corpus", self.corpus,
+                                       "--words", str(self.tuned(field, "dense")["words"]), "--topics", self.topics,
+                                       "--field", field, "--quiet"]
+        first, second = name.split("+")
+        tuned = self.tuned(field, name)
+        searcher = FusionSearcher([self.method(first, field)[0], self.method(second, field)[0]], method=tuned["method"],
+                                  kappa=tuned["kappa"])
+        return searcher, ["fuse", "--runs", str(self.run(field, first)), str(self.run(field, second)),
+                          "--method", tuned["method"], "--kappa", repr(tuned["kappa"])]
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +116,7 @@ def runs(demo):
 
 
 @pytest.mark.parametrize("field", FIELDS)
-@pytest.mark.parametrize("name", ["floor", "dt", "psq", "bowfd", "boost", "dt+psq"])
+@pytest.mark.parametrize("name", ["floor", "dt", "psq", "bowfd", "boost", "dt+psq", "dense", "dt+dense"])
 def test_api_cli_and_yaml_write_the_same_run(runs, tmp_path, name, field):
     """``batch_search`` written by ``write_run``, the command and the experiment: three byte-identical files."""
     searcher, arguments = runs.method(name, field)
@@ -187,3 +202,44 @@ def test_a_bowfd_runs_translations_are_the_derivations_of_its_field(runs):
         records = searcher.model.derivation(topic_field(topic, "desc"), hits["docid"].iloc[0], runs.index,
                                             BowfdConfig(field="desc"), weights=runs.weights("desc"))
         assert hits["translation"].iloc[0] == " ".join(s["yield"] for s in records["sentences"])
+
+
+@pytest.mark.parametrize("name", ["dense", "dt+dense"])
+def test_pyterrier_transformers_by_method_name_write_the_experiments_run(runs, tmp_path, name):
+    """Dense retrieval and its fusion with DT as transformers built through the registry: the experiment's run."""
+    from clirplug.pyterrier import transformer
+
+    texts, qids = runs.queries("title")
+    words = runs.tuned("title", "dense")["words"]
+    dense = transformer("dense", index=runs.index, corpus=runs.corpus, words=words)
+    if name == "dense":
+        built = dense
+    else:
+        tuned = runs.tuned("title", name)
+        built = transformer("fusion", searchers=[runs.dt("title"), dense.searcher], method=tuned["method"],
+                            kappa=tuned["kappa"])
+    results = built(pd.DataFrame({"qid": qids, "query": texts}))
+    assert list(results.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
+    write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag=f"{name}.title")
+    assert (tmp_path / "pt.trec").read_bytes() == runs.run("title", name).read_bytes()
+
+
+def test_dt_mira_searcher_writes_the_command_s_run(runs, tmp_path):
+    """MIRA weights trained on the demo's train titles: ``clirplug.searcher("dt-mira", ...)`` and ``clirplug search
+    --method dt-mira`` write the same run; the service shows the query MIRA chose."""
+    from clirplug import searcher
+
+    collection = runs.config.collection
+    mira = tmp_path / "mira.json"
+    assert main(["train", "mira", "--model", runs.models, "--kind", "flat", "--index", runs.index, "--topics",
+                 str(collection.topics("train")), "--qrels", str(collection.qrels("train")), "--output", str(mira),
+                 "--quiet"]) == 0
+    dt_mira = searcher("dt-mira", index=runs.index, model=runs.model, mira=str(mira), **runs.bm25)
+    write_run(dt_mira.batch_search(*runs.queries("title")), tmp_path / "api.trec", tag="dt-mira")
+    assert main([*runs.search_args("title", "--method", "dt-mira", "--model", runs.models, "--kind", "flat",
+                                   "--mira", str(mira), "--quiet"),
+                 "--output", str(tmp_path / "cli.trec"), "--run-tag", "dt-mira"]) == 0
+    assert (tmp_path / "api.trec").read_bytes() == (tmp_path / "cli.trec").read_bytes()
+    text, qid = runs.queries("title")[0][0], runs.queries("title")[1][0]
+    frame = dt_mira.batch_search([text], [qid], k=1)
+    assert dt_mira.query_translation(text) == {"best": frame["translation"].iloc[0]}

@@ -1,7 +1,8 @@
 """The search service on the demo: its answers are the experiment's runs, the API's translations and the
 corpus' documents; bad requests get a 400 with one line of JSON; concurrent clients get consistent answers.
 
-The session's ``demo`` fixture trained the model; the service is given the settings the experiment chose.
+The session's ``demo`` fixture trained the model; the service is built from ``clirplug serve``'s flags
+(:func:`clirplug.cli.serve.service`), given the settings the experiment chose.
 """
 
 import importlib.util
@@ -13,11 +14,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from clirplug.cli import build_parser
+from clirplug.cli.serve import searcher_options, service
 from clirplug.corpus import read_corpus
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import read_run
 from clirplug.io.topics import read_topics
-from clirplug.qt.psq_tables import PsqSettings
 from clirplug.serve.app import create_app, running
 from clirplug.serve.service import SNIPPET_WORDS, SearchService
 
@@ -38,13 +40,23 @@ class Served:
     def tuned(self, name: str) -> dict:
         return json.loads((self.config.run_dir / f"dev.title.{name}.json").read_text(encoding="utf-8"))["tuned"]
 
+    def flags(self, method: str) -> list[str]:
+        """``clirplug serve``'s flags of ``method`` with the settings of the experiment's run."""
+        model = ["--model", str(self.config.model_dir)]
+        dense = ["--corpus", str(self.config.collection.corpus), "--words", str(self.tuned("dense")["words"])]
+        fused = self.tuned("dt+dense")
+        return {"bm25": [], "dt": model, "psq": [*model, "--psq", self.tuned("psq")["psq"]],
+                "bowfd": [*model, "--weights", str(self.config.model_dir / "bowfd.bowfd.title.weights"), "--depth", "50"],
+                "dense": dense,
+                "fusion": [*model, *dense, "--fuse", "dt,dense", "--fuser", fused["method"],
+                           "--kappa", repr(fused["kappa"])]}[method]
+
     def service(self, method: str) -> SearchService:
         if method not in self.services:
-            options = {"bm25": {}, "dt": {}, "psq": {"psq": PsqSettings.parse(self.tuned("psq")["psq"])},
-                       "bowfd": {"weights": str(self.config.model_dir / "bowfd.bowfd.title.weights"), "depth": 50}}
-            model = None if method == "bm25" else self.config.model_dir
-            self.services[method] = SearchService(method, self.config.index_dir, model, kind="flat",
-                                                  **self.config.bm25, **options[method])
+            args = build_parser().parse_args(["serve", "--index", str(self.config.index_dir), "--method", method,
+                                              "--kind", "flat", "--k1", repr(self.config.bm25["k1"]),
+                                              "--b", repr(self.config.bm25["b"]), *self.flags(method)])
+            self.services[method] = service(args, searcher_options(args))
         return self.services[method]
 
     def expected_run(self, name: str):
@@ -62,6 +74,13 @@ def psq_client(served):
         yield client
 
 
+def _answers_the_run(served, results, run: str):
+    assert [result["qid"] for result in results] == [topic.id for topic in served.topics]
+    got = [(r["qid"], hit["docid"], hit["rank"], hit["score"]) for r in results for hit in r["hits"]]
+    expected = served.expected_run(run)
+    assert got == list(zip(expected["qid"], expected["docid"], expected["rank"], expected["score"].tolist()))
+
+
 @pytest.mark.parametrize("method, run", [("bm25", "floor"), ("dt", "dt"), ("psq", "psq"), ("bowfd", "bowfd")])
 def test_a_batch_answers_the_experiments_run(served, method, run):
     """POST /search of the dev titles with k=1000: the experiment's dev run, document for document."""
@@ -69,11 +88,28 @@ def test_a_batch_answers_the_experiments_run(served, method, run):
     with TestClient(create_app(served.service(method))) as client:
         response = client.post("/search", json={"queries": queries, "k": 1000})
     assert response.status_code == 200
-    results = response.json()["results"]
-    assert [result["qid"] for result in results] == [topic.id for topic in served.topics]
-    got = [(r["qid"], hit["docid"], hit["rank"], hit["score"]) for r in results for hit in r["hits"]]
-    expected = served.expected_run(run)
-    assert got == list(zip(expected["qid"], expected["docid"], expected["rank"], expected["score"].tolist()))
+    _answers_the_run(served, response.json()["results"], run)
+
+
+@pytest.mark.parametrize("method, run", [("dense", "dense"), ("fusion", "dt+dense")])
+def test_a_real_server_answers_the_dense_and_fused_runs(served, method, run):
+    """``--method dense`` and ``--method fusion --fuse dt,dense --kappa K`` on a real server on 127.0.0.1: the
+    experiment's dev runs, which ``clirplug search`` and ``clirplug fuse`` write (tests/integration/test_api_demo.py)."""
+    body = json.dumps({"queries": [{"qid": topic.id, "query": topic.title} for topic in served.topics], "k": 1000})
+    with running(create_app(served.service(method))) as url:
+        request = urllib.request.Request(url + "/search", data=body.encode("utf-8"),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as response:
+            assert response.status == 200
+            answer = json.loads(response.read())
+        with urllib.request.urlopen(url + "/info") as response:
+            assert json.loads(response.read()) == {"method": method}
+    _answers_the_run(served, answer["results"], run)
+    first = answer["results"][0]
+    model = served.service("dt").searcher.model
+    expected = None if method == "dense" else {"best": model.translate(first["query"])[0][0]}
+    assert first["translation"] == expected  # dense searches the query untranslated, the fusion also DT's 1-best
+    assert all("derivation" not in hit for hit in first["hits"])
 
 
 def test_hits_carry_the_corpus_title_and_first_words(served, psq_client):
@@ -89,10 +125,10 @@ def test_hits_carry_the_corpus_title_and_first_words(served, psq_client):
 def test_the_translation_is_the_models_1best_and_psq_table(served, psq_client):
     query = served.topics[1].title
     answer = psq_client.get("/search", params={"q": query}).json()
-    service = served.service("psq")
+    psq = served.service("psq").searcher
     assert answer["query"] == query and len(answer["hits"]) == 10
-    assert answer["translation"]["best"] == service.model.translate(query)[0][0]
-    table = service.model.psq_table(query, service.psq)
+    assert answer["translation"]["best"] == psq.model.translate(query)[0][0]
+    table = psq.model.psq_table(query, psq.settings)
     assert [(term["source"], {t["term"]: t["p"] for t in term["targets"]}) for term in answer["translation"]["psq"]] \
         == table
     assert any(len(term["targets"]) > 1 for term in answer["translation"]["psq"])  # the query has alternatives
@@ -103,7 +139,7 @@ def test_bowfd_hits_carry_their_winning_derivation(served):
     service = served.service("bowfd")
     with TestClient(create_app(service)) as client:
         answer = client.get("/search", params={"q": query, "k": 3}).json()
-    model, weights = service.model, str(served.config.model_dir / "bowfd.bowfd.title.weights")
+    model, weights = service.searcher.model, str(served.config.model_dir / "bowfd.bowfd.title.weights")
     for hit in answer["hits"]:
         derivation = model.derivation(query, hit["docid"], served.config.index_dir, weights=weights)
         assert hit["derivation"] == " ".join(sentence["yield"] for sentence in derivation["sentences"])
@@ -153,10 +189,10 @@ def test_a_bad_request_gets_a_4xx_with_one_line_of_json(psq_client, request_, me
 
 
 def test_a_method_without_its_model_is_refused(served):
-    with pytest.raises(ClirplugError, match="--method dt needs --model"):
+    with pytest.raises(ClirplugError, match="dt needs model: a translation model folder"):
         SearchService("dt", served.config.index_dir)
-    with pytest.raises(ClirplugError, match="--method bm25 takes no --model"):
-        SearchService("bm25", served.config.index_dir, served.config.model_dir)
+    with pytest.raises(ClirplugError, match="bm25 takes no model"):
+        SearchService("bm25", served.config.index_dir, model=served.config.model_dir)
 
 
 def test_concurrent_clients_on_a_real_server_get_consistent_answers(served, monkeypatch):

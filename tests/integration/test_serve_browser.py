@@ -9,6 +9,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from clirplug.methods import Bm25Run
 from clirplug.qt.psq_tables import PsqSettings
 from clirplug.serve.app import create_app, running
 from clirplug.serve.service import SearchService
@@ -53,7 +54,8 @@ def search_on_the_page(driver, url: str, query: str, k: int):
 def test_the_page_shows_the_translation_and_the_ranked_documents(demo, browser):
     config = demo[0]
     psq = PsqSettings.parse("lambda=1:0:0")  # the token table: several weighted alternatives per word
-    service = SearchService("psq", config.index_dir, config.model_dir, kind="flat", psq=psq, **config.bm25)
+    service = SearchService("psq", config.index_dir, {"psq": {"settings": psq, "bm25": Bm25Run(**config.bm25)}},
+                            model=config.model_dir, kind="flat")
     query = "wandelt Bilder in ein anderes Bildformat um"
     expected = service.search([("q", query)], 5)[0]
     with running(create_app(service)) as url:
@@ -76,7 +78,8 @@ def test_the_page_shows_the_translation_and_the_ranked_documents(demo, browser):
 
 def test_the_page_shows_each_documents_bowfd_derivation(demo, browser):
     config = demo[0]
-    service = SearchService("bowfd", config.index_dir, config.model_dir, kind="flat", depth=20, **config.bm25)
+    options = {"bowfd": {"first_stage": "dt", "depth": 20}, "dt": {"bm25": Bm25Run(**config.bm25)}}
+    service = SearchService("bowfd", config.index_dir, options, model=config.model_dir, kind="flat")
     query = "zeigt den Verzeichnisbaum an"
     expected = service.search([("q", query)], 3)[0]
     with running(create_app(service)) as url:
@@ -88,7 +91,7 @@ def test_the_page_shows_each_documents_bowfd_derivation(demo, browser):
 
 def test_the_page_shows_a_refused_query(demo, browser):
     config = demo[0]
-    with running(create_app(SearchService("bm25", config.index_dir, **config.bm25))) as url:
+    with running(create_app(SearchService("bm25", config.index_dir, {"bm25": config.bm25}))) as url:
         browser.get(url + "/")
         browser.execute_script("document.getElementById('q').value = '   ';"
                                "document.getElementById('search').requestSubmit();")

@@ -86,6 +86,61 @@ def test_search_and_batch_search_rank_and_check_their_arguments():
             call()
 
 
+def test_fusion_takes_any_searcher_and_kappa_weighs_two():
+    fused = clirplug.FusionSearcher([Fixed(), Negate()], kappa=0.25)
+    assert fused.weights == [0.25, 0.75] and fused.inputs() == fused.searchers and not fused.derives
+    assert pickle.loads(pickle.dumps(fused)).weights == [0.25, 0.75]
+    for call, message in [(lambda: clirplug.FusionSearcher([Fixed(), object()]),
+                           "each searcher fused must be a searcher of clirplug.api, got builtins.object"),
+                          (lambda: clirplug.FusionSearcher([Fixed()] * 3, kappa=0.5), "kappa weighs two searchers, got 3"),
+                          (lambda: clirplug.FusionSearcher([Fixed()] * 2, kappa=1.5), r"kappa must lie in \[0, 1\]"),
+                          (lambda: clirplug.FusionSearcher([Fixed()] * 2, weights=[1, 1], kappa=0.5), "not both")]:
+        with pytest.raises(ClirplugError, match=message):
+            call()
+
+
+def test_a_searcher_shows_the_translations_of_those_it_is_built_on(model):
+    class Translating(Fixed):
+        pass
+
+    translating = Translating()
+    translating.model = model
+    assert Fixed().query_translation("Dateien kopieren") == {}
+    assert translating.query_translation("Dateien kopieren") == {"best": "copy files"}
+    assert clirplug.FusionSearcher([Fixed(), translating]).query_translation("Dateien kopieren") == {"best": "copy files"}
+
+
+def test_searchers_are_built_by_method_name_through_the_registry(monkeypatch):
+    from clirplug.api import compose, needs, system
+
+    made = []
+
+    class Engine:
+        def __init__(self, index, k1, b):
+            made.append(index)
+
+    monkeypatch.setattr("clirplug.lucene.search.Bm25Searcher", Engine)
+    assert isinstance(clirplug.searcher("bm25", index="index", k1=1.2), clirplug.LuceneSearcher) and made == ["index"]
+    options = {"bowfd": {"first_stage": "dt"}, "fusion": {"searchers": ["bowfd", "dense", "dt"]}}
+    assert system("fusion", options) == ["dt", "bowfd", "dense", "fusion"]
+    assert needs("fusion", options) == {"index", "model", "corpus", "first_stage", "searchers"}
+    assert needs("bm25") == {"index"}
+    for call, message in [(lambda: clirplug.searcher("magic"), "unknown method 'magic': choose one of bm25, dt, "),
+                          (lambda: clirplug.searcher("bm25", index="i", nope=1), "bm25: got an unexpected keyword"),
+                          (lambda: clirplug.searcher("dt", index="i"), "dt: missing a required argument: 'model'"),
+                          (lambda: compose("fusion", options), "dt needs index: a Lucene index"),
+                          (lambda: compose("fusion", {"fusion": {"searchers": ["bm25"]}}, str.upper),
+                           "bm25 needs INDEX"),
+                          (lambda: compose("fusion", {"fusion": {"searchers": ["bm25", "fusion"]}}),
+                           "fusion is built on itself: fusion -> fusion"),
+                          (lambda: compose("bm25", index="i", models="m"), "unknown resource 'models'")]:
+        with pytest.raises(ClirplugError, match=message):
+            call()
+    bm25 = compose("fusion", {"fusion": {"searchers": ["bm25"], "kappa": None}, "bm25": {"k1": 1.5}}, index="ix",
+                   model="unused")
+    assert isinstance(bm25, clirplug.FusionSearcher) and bm25.searchers[0].bm25.k1 == 1.5 and made[-1] == "ix"
+
+
 def test_bm25_searchers_take_pyserini_s_k1_and_b_or_one_bm25run(monkeypatch):
     made = []
 
@@ -155,3 +210,16 @@ def test_pyterrier_transformers_use_its_columns_and_compose():
                                                                   ["2", "d0", 1]]
     with pytest.raises(pt.validate.InputValidationError):
         ClirplugTransformer(Fixed())(pd.DataFrame({"qid": ["1"]}))
+    fused = ClirplugTransformer(clirplug.FusionSearcher([Fixed(), Fixed()], method="rrf"), k=2)(queries)
+    assert fused[["qid", "docno", "rank", "translation"]].values.tolist() == [
+        ["1", "d0", 0, "EINS"], ["1", "d1", 1, "EINS"], ["2", "d0", 0, "ZWEI"], ["2", "d1", 1, "ZWEI"]]
+
+
+def test_a_transformer_is_built_by_method_name(monkeypatch):
+    from clirplug.pyterrier import ClirplugTransformer, transformer
+
+    monkeypatch.setattr("clirplug.lucene.search.Bm25Searcher", lambda index, k1, b: None)
+    built = transformer("bm25", k=3, index="index", b=0.5)
+    assert isinstance(built, ClirplugTransformer) and built.k == 3 and built.searcher.bm25 == clirplug.Bm25Run(b=0.5)
+    with pytest.raises(ClirplugError, match="unknown method 'magic'"):
+        transformer("magic")

@@ -12,7 +12,7 @@ from test_code_rules import PACKAGE, REPO, imported_modules
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, BOWFD_B, BOWFD_K1
 from clirplug.cli import COMMANDS, build_parser
 from clirplug.cli.options import flag
-from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING, Bm25Run, BowfdRun, DtRun
+from clirplug.methods import METHODS, TRAINING, Bm25Run, BowfdRun, DtRun
 from clirplug.rerank.config import BowfdConfig
 from clirplug.settings import field_type
 
@@ -124,7 +124,7 @@ def test_search_help_lists_every_method_on_one_line(capsys, monkeypatch):
 
 # ----------------------------------------------------------------------------- flags against the settings classes
 
-# Where each setting of a method (clirplug.methods: RUNS and SEARCH_ONLY) is given on the command
+# Where each setting of a method (clirplug.methods.METHODS) is given on the command
 # line: (command, flag), or None for the tuning grids, which only an experiment searches. A flag of
 # another name: dt's weights -> translate --weights, bowfd's lm -> rerank --no-lm, bowfd's depth ->
 # rerank --depth, fusion's fuser -> fuse --method.
@@ -200,7 +200,7 @@ def _compare(owner: str, cls, name: str, command: str, flag: str):
 @pytest.mark.parametrize("method", sorted(METHOD_FLAGS))
 def test_each_method_setting_has_a_flag_of_its_type_default_and_choices(method):
     """A setting added without a flag, a flag renamed, or a default or choice changed in one place only fails here."""
-    cls = {**RUNS, **SEARCH_ONLY}[method].settings
+    cls = METHODS[method].settings
     assert set(METHOD_FLAGS[method]) == set(cls.names())
     for name, where in METHOD_FLAGS[method].items():
         if where is not None:
@@ -211,7 +211,7 @@ def test_every_method_of_search_rerank_fuse_and_experiments_has_settings():
     from clirplug.cli.rerank import RUNNERS as RERANKERS
     from clirplug.cli.search import SEARCH_METHODS
 
-    assert set(METHOD_FLAGS) == set(RUNS) | set(SEARCH_ONLY) and not set(RUNS) & set(SEARCH_ONLY)
+    assert set(METHOD_FLAGS) == set(METHODS)
     assert set(SEARCH_METHODS) <= set(METHOD_FLAGS) and set(RERANKERS) <= set(METHOD_FLAGS)
 
 

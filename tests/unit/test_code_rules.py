@@ -167,3 +167,25 @@ def test_an_import_circle_is_found():
     assert import_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert import_circle({"x": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
     assert _packages_run("clirplug.io.topics", "clirplug.irds.sub") == {"clirplug.irds"}
+
+
+def _method_names(tree) -> list[tuple[int, str]]:
+    """``(line, name)`` of each string constant equal to a method's name, but the keys of dict displays (field
+    names of data: a searcher's arguments, an answer's ``psq``)."""
+    from clirplug.methods import METHODS
+
+    keys = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Dict) for key in node.keys if key is not None}
+    return [(node.lineno, node.value) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and node.value.strip() in METHODS and id(node) not in keys]
+
+
+def test_the_front_ends_name_no_method_but_through_the_registry():
+    """The Python API, the search service and the PyTerrier transformers build every method through its entry in
+    ``clirplug.methods.METHODS`` (STYLE.md, practice 13): none of them compares, looks up or passes a method's
+    name written in its code."""
+    fronts = [PACKAGE / "api.py", PACKAGE / "pyterrier.py", *sorted((PACKAGE / "serve").rglob("*.py"))]
+    named = [(str(path.relative_to(REPO)), *found) for path in fronts
+             for found in _method_names(ast.parse(path.read_text(encoding="utf-8")))]
+    assert named == []
+    planted = 'if method == "dense":\n    searcher = SEARCHERS["psq"]\nshown = {"psq": 1}\n'
+    assert _method_names(ast.parse(planted)) == [(1, "dense"), (2, "psq")]

@@ -1,4 +1,5 @@
-"""The registry of methods (clirplug.methods): each entry's library function exists and takes its settings."""
+"""The registry of methods (clirplug.methods): each entry's library function exists and takes its settings, and
+its searcher is a searcher of the Python API taking what the entry says it needs."""
 
 import dataclasses
 import inspect
@@ -6,11 +7,9 @@ import typing
 
 import pytest
 
-from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING
+from clirplug.methods import METHODS, NEEDS, RUNS, TRAINING
 
 pytestmark = pytest.mark.cli  # reads the rerank command's RUNNERS
-
-METHODS = {**RUNS, **SEARCH_ONLY}
 # Where each setting of a method reaches its library function: the parameter of that name, another
 # parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
 # fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure,
@@ -70,3 +69,22 @@ def test_the_rerank_command_s_methods_are_rerankers_of_candidates():
 
     for method in RUNNERS:
         assert list(inspect.signature(RUNS[method].function()).parameters)[:2] == ["topics", "candidates"], method
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_each_method_s_searcher_is_an_api_searcher_taking_what_it_needs(method):
+    from clirplug import api
+
+    entry = METHODS[method]
+    cls = entry.searcher_class()
+    assert issubclass(cls, api.Searcher) and entry.searcher == f"clirplug.api:{cls.__name__}"
+    assert issubclass(cls, api.Reranker) == entry.reranks
+    parameters = inspect.signature(cls).parameters
+    assert set(entry.needs) <= set(NEEDS) and set(entry.needs) <= set(parameters), method
+    assert ("first_stage" in parameters) == entry.reranks  # a reranker takes a first stage, needed or not
+
+
+def test_one_table_holds_every_method_and_runs_those_of_experiments():
+    assert list(RUNS) == [name for name, entry in METHODS.items() if entry.experiment]
+    assert set(METHODS) - set(RUNS) == {"bm25", "dt-mira"}
+    assert all(entry.help and len(entry.help) < 70 for entry in METHODS.values())

@@ -25,3 +25,36 @@ def test_bad_options_are_one_error_line(capsys, tmp_path, argv, message):
     assert main(["serve", "--index", str(tmp_path / "no-such-index"), *argv]) == 2
     error = capsys.readouterr().err
     assert error.startswith("clirplug: error: ") and message in error and error.count("\n") == 1
+
+
+def test_each_method_s_options_come_from_its_flags():
+    from clirplug.cli.serve import searcher_options
+
+    args = build_parser().parse_args(["serve", "--index", "i", "--method", "fusion", "--fuse", "dt, dense",
+                                      "--kappa", "0.3", "--fuser", "rrf", "--words", "16", "--depth", "50"])
+    options = searcher_options(args)
+    assert options["fusion"] == {"searchers": ["dt", "dense"], "method": "rrf", "kappa": 0.3}
+    assert options["dense"] == {"words": 16} and options["boost"] == {"depth": 50}
+    assert options["bowfd"]["first_stage"] == "dt" and options["dt"]["bm25"].k1 == 0.9
+    args = build_parser().parse_args(["serve", "--index", "i", "--method", "boost", "--first-stage", "psq"])
+    assert searcher_options(args)["boost"]["first_stage"] == searcher_options(args)["bowfd"]["first_stage"] == "psq"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "fusion"], "fusion needs --fuse: the searchers whose runs it fuses"),
+    (["--method", "fusion", "--fuse", "dt,dense"], "dt needs --model: a translation model folder"),
+    (["--method", "fusion", "--fuse", "bm25,dense", "--model", "m"], "fusion takes no --model"),
+    (["--method", "fusion", "--fuse", "bm25,fusion"], "fusion is built on itself: fusion -> fusion"),
+    (["--method", "fusion", "--fuse", "bm25,nope"], "unknown method 'nope': choose one of bm25, dt, dt-mira"),
+    (["--method", "bowfd", "--first-stage", "bowfd"], "bowfd is built on itself: bowfd -> bowfd"),
+    (["--method", "dense"], "dense needs --corpus"),
+    (["--method", "bm25", "--corpus", "c"], "bm25 takes no --corpus"),
+])
+def test_a_system_missing_a_need_is_refused_before_anything_loads(argv, message):
+    """The service composes ``--method`` through the registry; what a method lacks is named by its flag."""
+    from clirplug.cli.serve import searcher_options, service
+    from clirplug.errors import ClirplugError
+
+    args = build_parser().parse_args(["serve", "--index", "i", *argv])
+    with pytest.raises(ClirplugError, match=message):
+        service(args, searcher_options(args))

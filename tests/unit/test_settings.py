@@ -7,7 +7,7 @@ import pytest
 
 from clirplug.cli.options import add_settings, settings_from_args
 from clirplug.errors import ClirplugError
-from clirplug.methods import RUNS, SEARCH_ONLY, TRAINING, Bm25Run
+from clirplug.methods import METHODS, RUNS, TRAINING, Bm25Run
 from clirplug.mt.align_config import AlignConfig
 from clirplug.qt.psq_tables import PsqSettings
 from clirplug.rerank.config import BowfdConfig
@@ -15,8 +15,8 @@ from clirplug.settings import Settings, option
 
 pytestmark = pytest.mark.cli
 
-ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in RUNS.values()] \
-    + [method.settings for method in SEARCH_ONLY.values()] + [PsqSettings, BowfdConfig, AlignConfig]
+ALL = [step.settings for step in TRAINING.values()] + [method.settings for method in METHODS.values()] \
+    + [PsqSettings, BowfdConfig, AlignConfig]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +162,7 @@ def test_align_settings_are_the_aligner_s_plus_their_own_without_repeating_a_def
 def test_bm25_settings_take_anserini_s_defaults_and_the_bm25_check():
     from clirplug.bm25 import ANSERINI_B, ANSERINI_K1
 
-    bm25 = SEARCH_ONLY["bm25"].settings
+    bm25 = METHODS["bm25"].settings
     assert bm25() == bm25(k1=ANSERINI_K1, b=ANSERINI_B)
     with pytest.raises(ClirplugError, match=r"BM25 b must lie in \[0, 1\]"):
         bm25(b=2)
