@@ -327,16 +327,15 @@ TARGETS = [
     ("an existing folder", "{w}/out", r"{option} {w}/out: is a folder; name the file to write"),
     ("the working folder", ".", r"{option} \.: is a folder"),
     ("a folder path", "{w}/new/", r"{option} {w}/new/: is a folder"),
-    ("a file in a missing folder", "{w}/nowhere/run.trec",
-     r"{option} {w}/nowhere/run\.trec: folder {w}/nowhere does not exist"),
+    ("a file under a file", "{w}/old.txt/run.trec", r"{option} {w}/old\.txt/run\.trec: {w}/old\.txt is not a folder"),
 ]
 PATH_CASES = [
     (f"{command}: {option} {what}", [*argv, option, target], {}, message.replace("{option}", option))
     for command, (argv, option) in WRITERS.items() for what, target, message in TARGETS
     if not (target.endswith("/") and command in ("train lm", "train grammar"))
 ] + [
-    ("fuse --curve in a missing folder", fuse("--tune-on", "{w}/qrels.txt", "--curve", "{w}/nowhere/curve"), {},
-     r"--curve {w}/nowhere/curve\.tsv: folder {w}/nowhere does not exist"),
+    ("fuse --curve under a file", fuse("--tune-on", "{w}/qrels.txt", "--curve", "{w}/old.txt/curve"), {},
+     r"--curve {w}/old\.txt/curve\.tsv: {w}/old\.txt is not a folder"),
     ("experiment --root naming a file", ["experiment", str(EXPERIMENT), "--root", "{w}/old.txt", "--quiet"], {},
      r"root: {w}/old\.txt is a file, not a folder"),
 ] + [
