@@ -374,8 +374,12 @@ PATH_CASES = [
     ("search --output whose name, the default run tag, has white space", search("--output", "{w}/my run.trec"), {},
      r"--output {w}/my run\.trec: the run tag taken from its name, 'my run', is empty or holds white space; "
      r"give --run-tag TAG"),
+    ("index --index a dangling symbolic link", ["index", "--corpus", "{w}/corpus.jsonl", "--index", "{w}/dangling"],
+     {"dangling": symlink("nowhere")}, r"{w}/dangling: already exists; remove it or choose another --index"),
     ("experiment --root naming a file", ["experiment", str(EXPERIMENT), "--root", "{w}/old.txt", "--quiet"], {},
-     r"root: {w}/old\.txt is a file, not a folder"),
+     r"root {w}/old\.txt: is a file, not a folder"),
+    ("experiment on a root whose lock is a folder", ["experiment", str(EXPERIMENT), "--root", "{w}/root", "--quiet"],
+     {"root/.clirplug.lock/x": ""}, r"{w}/root/\.clirplug\.lock: is a folder, not the root's lock file; remove it"),
 ] + [
     (f"translate --forest with topic id {tid}", translate("t.jsonl", "--forest", "{w}/forests"),
      {"t.jsonl": lines({"id": tid, "title": "dateien"})},
