@@ -1,7 +1,8 @@
 """Atomic file and folder writes: nothing half-written is ever left at the target path.
 
-An existing folder is never replaced: writing to a path that names one is an error, so an
-``--output`` that points at a folder (``.`` included) cannot delete anything.
+Only a regular file is ever replaced: writing to a path that names a folder, a symbolic link, a
+FIFO or a device is an error, so an ``--output`` that points at one (``.``, ``/dev/stdout``)
+cannot delete or replace anything. Missing folders above an output are created.
 """
 
 import contextlib
@@ -9,6 +10,8 @@ import errno
 import os
 import re
 import shutil
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +19,10 @@ from clirplug.errors import ClirplugError
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a full quota, a file-size limit
 TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}(\.\w+)?\.tmp")  # the names atomic_path gives: .NAME.XXXXXXXX[SUFFIX].tmp
+STDOUT = "-"  # the output name of standard output, where one output file makes sense (run files, translations)
+# file type -> how messages name it (stat.S_IFMT of lstat)
+KINDS = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO (named pipe)",
+         stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 
 
 def is_path_part(name: str) -> bool:
@@ -23,19 +30,53 @@ def is_path_part(name: str) -> bool:
     return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
 
 
-def check_output(path, option: str = "--output") -> Path:
-    """Refuse, before any work, an output file ``path`` that names a folder or lies in a missing one.
+def not_regular(path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (``"a symbolic link"``, ...); None otherwise.
 
-    Commands call this on the files the user names, so a mistake costs an error message
-    instead of a finished computation (or a folder).
+    The name itself is looked at (``lstat``): a symbolic link is one, whatever it points to.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # missing, or a folder above it missing or not a folder
+        return None
+    return None if stat.S_ISREG(mode) else KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def check_output(path, option: str = "--output", *, folder: bool = False, stdout: bool = False,
+                 suffixes: tuple = ("",)) -> None:
+    """Refuse, before any work, an output ``path`` that clirplug would not write as the user meant.
+
+    A file output must be missing or a regular file (replaced whole); with ``folder``, the output is
+    a folder, missing or existing (written in). Missing folders above it are created when it is
+    written, so the nearest existing one must be a folder. ``-`` is standard output where
+    ``stdout`` allows it. With ``suffixes``, ``path`` is a prefix and the files are ``path + suffix``.
+    Errors name ``option`` and ``path``.
     """
     text = os.fspath(path)
-    path = Path(path)
-    if path.is_dir() or text.endswith(("/", os.sep)):
-        raise ClirplugError(f"{option} {text}: is a folder; name the file to write")
-    if not path.parent.is_dir():
-        raise ClirplugError(f"{option} {text}: folder {path.parent} does not exist")
-    return path
+    if text == STDOUT:
+        if stdout and not folder:
+            return
+        raise ClirplugError(f"{option} -: this option cannot write to standard output; name a "
+                            f"{'folder' if folder else 'file'}")
+    if folder:
+        if os.path.lexists(text) and not Path(text).is_dir():
+            raise ClirplugError(f"{option} {text}: is {not_regular(text) or 'a file'}, not a folder")
+        names = [text]
+    else:
+        if text.endswith(("/", os.sep)) or Path(text).is_dir():
+            raise ClirplugError(f"{option} {text}: is a folder; name the file to write")
+        names = [text + suffix for suffix in suffixes]
+        for name in names:
+            kind = not_regular(name)
+            if kind is not None:
+                hint = " or - (standard output)" if stdout else ""
+                raise ClirplugError(f"{option} {name}: is {kind}, which writing would replace; name a regular "
+                                    f"file{hint}")
+    parent = Path(names[0]).parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ClirplugError(f"{option} {text}: {parent} is not a folder")
 
 
 @contextlib.contextmanager
@@ -49,18 +90,24 @@ def no_space_error(path):
         raise ClirplugError(f"no space left writing {path}") from error
 
 
+def _refuse_to_replace(target: Path) -> None:
+    kind = not_regular(target)
+    if kind is not None:
+        raise ClirplugError(f"{target}: is {kind}; refusing to replace it")
+
+
 @contextlib.contextmanager
 def atomic_path(target, suffix=""):
     """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
 
     Whatever the body creates at the yielded path (a file, or a folder when ``target`` does
     not exist yet) replaces ``target`` when the body returns, and is removed when it raises.
-    A ``target`` that is an existing folder is refused (``ClirplugError``), never replaced, and a
-    full disk is one ``ClirplugError`` naming ``target``.
+    Missing folders above ``target`` are created. A ``target`` that is not a regular file (a
+    folder, a symbolic link, a FIFO, a device: :func:`not_regular`) is refused (``ClirplugError``),
+    never replaced, before and after the body; a full disk is one ``ClirplugError`` naming ``target``.
     """
     target = Path(target)
-    if target.is_dir():
-        raise ClirplugError(f"{target}: is a folder; refusing to replace it")
+    _refuse_to_replace(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
@@ -72,8 +119,7 @@ def atomic_path(target, suffix=""):
     try:
         with no_space_error(target):
             yield tmp
-        if target.is_dir():  # made while the body ran
-            raise ClirplugError(f"{target}: is a folder; refusing to replace it")
+        _refuse_to_replace(target)  # made while the body ran
         if tmp.is_dir() and target.exists():
             raise ClirplugError(f"{target}: already exists; refusing to replace it")
         try:
@@ -105,3 +151,14 @@ def atomic_open(target, mode="w", encoding="utf-8"):
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
         with open(tmp, mode, **kwargs) as handle:
             yield handle
+
+
+@contextlib.contextmanager
+def open_output(target):
+    """Standard output for ``-`` (:data:`STDOUT`), else :func:`atomic_open` of ``target``, for writing text."""
+    if os.fspath(target) != STDOUT:
+        with atomic_open(target) as handle:
+            yield handle
+        return
+    yield sys.stdout
+    sys.stdout.flush()

@@ -8,7 +8,9 @@ no function outside ``clirplug.cli`` takes an ``argparse.Namespace``.
 
 Options shared by several commands are added by the ``add_*`` helpers below, so that they
 have one name everywhere (``--output``, ``--src-lang``, ``--threads``); older names stay
-accepted as hidden aliases (:func:`add_aliases`).
+accepted as hidden aliases (:func:`add_aliases`). An option naming what a command writes is an
+:class:`Output` (and ``--run-tag`` a :class:`RunTag`): :func:`main` checks them all before the
+command runs, so a bad output costs an error line, never the work.
 """
 
 import argparse
@@ -50,10 +52,36 @@ def add_aliases(container, action, *aliases):
     return action
 
 
+class Checked(argparse.Action):
+    """An option stored as given and checked by :func:`main` before the command runs (``check(args)``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+
+    def check(self, args) -> None:
+        raise NotImplementedError
+
+
+class Output(Checked):
+    """An option naming a file (with ``folder=True``, a folder) the command writes; ``stdout=True``: ``-``
+    is standard output. Checked by :func:`clirplug.atomic.check_output`."""
+
+    def __init__(self, option_strings, dest, folder: bool = False, stdout: bool = False, **options):
+        super().__init__(option_strings, dest, **options)
+        self.folder, self.stdout = folder, stdout
+
+    def check(self, args) -> None:
+        from clirplug.atomic import check_output
+
+        value = getattr(args, self.dest)
+        if value is not None:
+            check_output(value, self.option_strings[0], folder=self.folder, stdout=self.stdout)
+
+
 def add_output(container, help: str, required: bool = True, metavar: str = "FILE", **options):
-    """``--output FILE`` (old name ``--out``): the file or folder a command writes (``options``: argparse's)."""
-    return add_aliases(container, container.add_argument("--output", required=required, metavar=metavar, help=help,
-                                                         **options), "--out")
+    """``--output FILE`` (old name ``--out``): the file or folder a command writes (``options``: :class:`Output`'s)."""
+    return add_aliases(container, container.add_argument("--output", action=Output, required=required,
+                                                         metavar=metavar, help=help, **options), "--out")
 
 
 def add_src_lang(container, help: str = "query (source) language, for tokenization (default: de)"):
@@ -65,25 +93,60 @@ def add_src_lang(container, help: str = "query (source) language, for tokenizati
                        "--lang")
 
 
+class RunTag(Checked):
+    """``--run-tag``: the run's last column, given or taken from ``--output`` (:func:`run_tag`)."""
+
+    def check(self, args) -> None:
+        run_tag(args)
+
+
+def run_tag(args) -> str:
+    """The run tag of :func:`add_run_file`'s options: ``--run-tag``, else the ``--output`` file's name without
+    ``.trec``/``.txt`` (``clirplug`` for standard output); one line naming the option when it cannot be written."""
+    from pathlib import Path
+
+    from clirplug.atomic import STDOUT
+    from clirplug.io.runs import DEFAULT_TAG, is_token
+
+    if args.run_tag is not None:
+        if not is_token(args.run_tag):
+            raise ClirplugError(f"--run-tag {args.run_tag!r}: a run tag cannot be empty or hold white space")
+        return args.run_tag
+    if args.output == STDOUT:
+        return DEFAULT_TAG
+    tag = Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
+    if not is_token(tag):
+        raise ClirplugError(f"--output {args.output}: the run tag taken from its name, {tag!r}, is empty or holds "
+                            "white space; give --run-tag TAG")
+    return tag
+
+
 def add_run_file(container):
     """``--run-tag`` and ``--score-format``: the last column and the score digits of the run a command writes."""
     from clirplug.io.runs import SCORE_FORMATS
 
-    container.add_argument("--run-tag", default=None, metavar="TAG",
-                           help="run tag, the last column (default: the output file's name without .trec/.txt)")
+    container.add_argument("--run-tag", action=RunTag, default=None, metavar="TAG",
+                           help="run tag, the last column (default: the output file's name without .trec/.txt; "
+                                "clirplug with --output -)")
     container.add_argument("--score-format", choices=list(SCORE_FORMATS), default="exact",
                            help="exact: every digit of the score (default); pyserini: six decimals, as Pyserini "
                                 "writes them, so that runs diff cleanly (close scores may then tie: docs/cli.md)")
 
 
-def write_run_file(frame, args, depth: int) -> None:
-    """Write ``frame`` to ``--output`` (at most ``depth`` documents per query) as :func:`add_run_file`'s options say."""
-    from pathlib import Path
+def notes_stream(output):
+    """Where a command prints what it did: stdout, or stderr when ``output`` (``-``) is stdout."""
+    from clirplug.atomic import STDOUT
 
+    return sys.stderr if output == STDOUT else sys.stdout
+
+
+def write_run_file(frame, args, depth: int, summary: str) -> None:
+    """Write ``frame`` to ``--output`` (at most ``depth`` documents per query) as :func:`add_run_file`'s options say,
+    then print ``wrote OUTPUT: summary`` (:func:`notes_stream`)."""
     from clirplug.io.runs import write_run
 
-    tag = args.run_tag or Path(args.output).name.removesuffix(".trec").removesuffix(".txt")
-    write_run(frame, args.output, tag=tag, depth=depth, score_format=args.score_format)
+    write_run(frame, args.output, tag=run_tag(args), depth=depth, score_format=args.score_format)
+    print(f"wrote {args.output}: {summary}", file=notes_stream(args.output))
 
 
 TOPICS_HELP = "topics: JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV (qid<TAB>text), or irds:ID (an ir_datasets id)"
@@ -150,7 +213,7 @@ def add_commands(subparsers, commands):
         parser = subparsers.add_parser(name, help=module.HELP, description=textwrap.fill(module.HELP, 79),
                                        formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(parser)
-        parser.set_defaults(run=module.run)
+        parser.set_defaults(run=module.run, checked=[action for action in parser._actions if isinstance(action, Checked)])
 
 
 DESCRIPTION = """\
@@ -184,6 +247,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
+        for action in args.checked:
+            action.check(args)
         result = args.run(args)
     except ClirplugError as error:
         print(f"clirplug: error: {error}", file=sys.stderr)

@@ -1,8 +1,9 @@
 """``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
 
-from clirplug.cli import add_output, add_run_file, write_run_file
+from clirplug.cli import add_output, add_run_file, notes_stream, write_run_file
 
 HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning the weights"
+CURVE_SUFFIXES = (".tsv", ".png")  # the files of --curve PREFIX
 
 
 def add_arguments(parser):
@@ -17,7 +18,7 @@ def add_arguments(parser):
                          help="two runs: weights (kappa, 1 - kappa) (default: 0.5, or tuned with --tune-on)")
     weights.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run")
     parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
-    add_output(parser, "fused TREC run to write")
+    add_output(parser, "fused TREC run to write (- for standard output)", stdout=True)
     add_run_file(parser)
     tune = parser.add_argument_group("kappa tuning (two runs)")
     tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")
@@ -25,13 +26,14 @@ def add_arguments(parser):
                       help="the two runs on the tuning topics (default: the --runs, restricted to the qrels' topics)")
     add_settings(tune, FusionRun, skip=("runs", "fuser"))
     tune.add_argument("--curve", metavar="PREFIX",
-                      help="write PREFIX.tsv and PREFIX.png with the curve (default: the output path + .kappa)")
+                      help="write PREFIX.tsv and PREFIX.png with the curve (default: the output path + .kappa; "
+                           "needed with --output -)")
 
 
 def run(args):
     from pathlib import Path
 
-    from clirplug.atomic import check_output
+    from clirplug.atomic import STDOUT, check_output
     from clirplug.errors import ClirplugError
     from clirplug.fusion import fuse
     from clirplug.fusion._common import kappa_weights
@@ -39,10 +41,11 @@ def run(args):
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run
 
-    check_output(args.output)
     prefix = args.curve or f"{args.output}.kappa"
     if args.tune_on:
-        check_output(f"{prefix}.tsv", "--curve")
+        if args.curve is None and args.output == STDOUT:
+            raise ClirplugError("--tune-on with --output - needs --curve PREFIX (the files of the kappa curve)")
+        check_output(prefix, "--curve", suffixes=CURVE_SUFFIXES)
     runs = [read_run(path) for path in args.runs]
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
@@ -58,13 +61,13 @@ def run(args):
         curve = kappa_curve(tuning, read_qrels(args.tune_on), args.method, kappa_grid(args.grid_step), args.depth,
                             args.measure, names=args.tune_runs or args.runs)
         kappa = best_kappa(curve)
-        write_curve(curve, f"{prefix}.tsv")
-        plot_curve(curve, f"{prefix}.png", labels=tuple(Path(p).name for p in args.runs))
+        tsv, png = (prefix + suffix for suffix in CURVE_SUFFIXES)
+        write_curve(curve, tsv)
+        plot_curve(curve, png, labels=tuple(Path(p).name for p in args.runs))
         print(f"kappa = {kappa:g} ({args.measure} {curve[args.measure].max():.4f} on {args.tune_on});"
-              f" curve in {prefix}.tsv and {prefix}.png")
+              f" curve in {tsv} and {png}", file=notes_stream(args.output))
         weights = [kappa, 1 - kappa]
     elif args.kappa is not None:
         weights = kappa_weights(args.kappa, "--kappa")
     fused = fuse(args.method, runs, weights=weights, depth=args.depth)
-    write_run_file(fused, args, depth=args.depth)
-    print(f"wrote {args.output}: {fused['qid'].nunique()} topics, {len(fused)} lines")
+    write_run_file(fused, args, depth=args.depth, summary=f"{fused['qid'].nunique()} topics, {len(fused)} lines")

@@ -2,6 +2,7 @@
 
 from clirplug.cli import (
     TOPICS_HELP,
+    Output,
     add_output,
     add_run_file,
     add_src_lang,
@@ -38,7 +39,7 @@ def add_arguments(parser):
     parser.add_argument("--index", metavar="DIR", help="Lucene index (bowfd; boost reads documents from --corpus)")
     parser.add_argument("--candidates", metavar="RUN",
                         help="TREC run whose documents are rescored; without it the whole collection is scored (boost)")
-    add_output(parser, "TREC run to write")
+    add_output(parser, "TREC run to write (- for standard output)", stdout=True)
     parser.add_argument("--depth", type=int, default=1000,
                         help="top candidates of each query reranked and written (default: 1000)")
     add_run_file(parser)
@@ -50,7 +51,7 @@ def add_arguments(parser):
     add_settings(bowfd, BowfdRun, only=("kind",))
     add_src_lang(bowfd)
     bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
-    bowfd.add_argument("--explain", metavar="FILE",
+    bowfd.add_argument("--explain", action=Output, metavar="FILE",
                        help="write each (query, document)'s winning derivation per sentence as JSON lines")
 
 
@@ -89,18 +90,14 @@ RUNNERS = {"boost": _boost, "bowfd": _bowfd}
 
 
 def run(args):
-    from clirplug.atomic import check_output
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
 
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
-    check_output(args.output)
-    if args.explain:
-        check_output(args.explain, "--explain")
     topics = read_topics(args.topics, lang=args.topic_lang)
     if args.field:
         require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)
-    write_run_file(frame, args, depth=args.depth)
-    print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")
+    write_run_file(frame, args, depth=args.depth,
+                   summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -41,7 +41,7 @@ def add_arguments(parser):
     add_topic_lang(parser)
     parser.add_argument("--field", default="title", choices=FIELDS,
                         help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
-    add_output(parser, "TREC run file to write")
+    add_output(parser, "TREC run file to write (- for standard output)", stdout=True)
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
     add_settings(parser, Bm25Run)
@@ -143,7 +143,6 @@ RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": 
 
 
 def run(args):
-    from clirplug.atomic import check_output
     from clirplug.cli import check_threads
     from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
@@ -154,7 +153,6 @@ def run(args):
     if args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
     check_threads(args.threads)
-    check_output(args.output)
     settings_from_args(Bm25Run, args)
     settings_from_args(DenseRun, args)
     if args.method in NEEDS_INDEX:
@@ -164,5 +162,5 @@ def run(args):
     topics = read_topics(args.topics, lang=args.topic_lang)
     require_field(topics, args.field, args.topics)
     frame = RUNNERS[args.method](args, topics)
-    write_run_file(frame, args, depth=args.hits)
-    print(f"wrote {args.output}: {frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")
+    write_run_file(frame, args, depth=args.hits,
+                   summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

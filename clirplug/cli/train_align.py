@@ -15,7 +15,7 @@ def add_arguments(parser):
     data = parser.add_argument_group("data")
     data.add_argument("--src", required=True, type=Path, help="source side (e.g. German), one segment a line")
     data.add_argument("--tgt", required=True, type=Path, help="target side (e.g. English), line-aligned")
-    add_output(data, "model folder (created; see docs/models.md)", metavar="DIR", type=Path)
+    add_output(data, "model folder (created; see docs/models.md)", metavar="DIR", folder=True)
     data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--dictionary", type=Path,

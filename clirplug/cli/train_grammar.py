@@ -16,7 +16,7 @@ def add_arguments(parser):
     data = parser.add_argument_group("data")
     data.add_argument("--kind", required=True, choices=KINDS, help="flat phrase pairs or Hiero rules")
     data.add_argument("--model", required=True, type=Path, metavar="DIR", help="model folder of `clirplug train align`")
-    add_output(data, "grammar file (default: DIR/grammar.<kind>.gz; .gz compresses)", required=False, type=Path)
+    add_output(data, "grammar file (default: DIR/grammar.<kind>.gz; .gz compresses)", required=False)
     data.add_argument("--src-lang", default="de", choices=sorted(LANGUAGES), metavar="LANG", help="source language code (default: de)")
     data.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     data.add_argument("--filter", type=Path, metavar="TEXT",

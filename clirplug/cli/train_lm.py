@@ -15,7 +15,7 @@ def add_arguments(parser):
     parser.add_argument("--jsonl", type=Path, action="append", default=[], metavar="FILE",
                         help="documents as JSON lines; their 'title' and 'contents', split into sentences (repeatable)")
     parser.add_argument("--lang", default="en", help="language of the text, for preprocessing (default: en)")
-    add_output(parser, "ARPA file to write", type=Path)
+    add_output(parser, "ARPA file to write")
     add_settings(parser, LmSettings)
     parser.add_argument("--force", action="store_true", help="estimate even when the model is up to date")
 

@@ -4,7 +4,7 @@ HELP = "MIRA weights that rerank the decoder's n-best query translations by retr
 
 
 def add_arguments(parser):
-    from clirplug.cli import add_output
+    from clirplug.cli import Output, add_output
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
     from clirplug.mt import KINDS
@@ -20,7 +20,7 @@ def add_arguments(parser):
     add_output(parser, "model file to write (JSON)")
     add_settings(parser, MiraSettings)
     parser.add_argument("--stopwords", metavar="FILE", help="target stopwords removed before search (as DT's --stopwords)")
-    parser.add_argument("--searches", metavar="FILE",
+    parser.add_argument("--searches", action=Output, metavar="FILE",
                         help="keep the AP of every candidate query searched here (gzipped JSON) and reuse it when the "
                              "qrels, index and search settings match: retraining then runs no search (features are "
                              "always recomputed)")

@@ -3,7 +3,7 @@
 Input is plain text (one sentence a line; a line of more than 100 tokens is translated in
 chunks, see docs/reliability.md) or, for ``.jsonl``/``.json``/``.trec``/``.sgml``/
 ``.tsv`` files and ``irds:ID`` (ir_datasets topics), topics whose ``--field`` is translated (``desc`` sentence by sentence, as in
-Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default stdout), by
+Hieber & Riezler 2015 and Sokolov et al. 2013). Output (``--output``, default or ``-``: stdout), by
 ``--format``:
 
 * ``text``: the 1-best of each line or topic, one a line (the default for plain text with
@@ -25,7 +25,7 @@ shorter than ``--nbest``. ``--derivations`` lists the best derivations instead, 
 repeat. ``--forest OUT`` also writes each sentence's +LM forest to ``OUT/<id>.<k>.json.gz``.
 """
 
-from clirplug.cli import add_output, add_src_lang, add_topic_lang
+from clirplug.cli import Output, add_output, add_src_lang, add_topic_lang
 
 HELP = "translate sentences or topics with a model folder (1-best, n-best, TSV topics, forests)"
 
@@ -53,8 +53,8 @@ def add_arguments(parser):
                              "PyTerrier), or with --nbest N id<TAB>sentence<TAB>rank<TAB>score<TAB>translation; "
                              "jsonl: n-best lists with scores, features and alignments (default: text for plain "
                              "text with --nbest 1, else tsv)")
-    add_output(parser, "file to write (default: stdout)", required=False)
-    parser.add_argument("--forest", metavar="DIR", help="folder for the +LM forests (JSON)")
+    add_output(parser, "file to write (default or -: standard output)", required=False, stdout=True)
+    parser.add_argument("--forest", action=Output, folder=True, metavar="DIR", help="folder for the +LM forests (JSON)")
     parser.add_argument("--weights", metavar="FILE", help="weights file (default: DIR/weights.KIND, else defaults)")
     parser.add_argument("--pop-limit", type=int, default=200, help="cube pruning pops per cell (default: 200)")
     add_src_lang(parser, "source language for preprocessing (default: de)")
@@ -99,7 +99,7 @@ def run(args):
 
     from tqdm import tqdm
 
-    from clirplug.atomic import atomic_open, check_output, is_path_part
+    from clirplug.atomic import STDOUT, is_path_part, open_output
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field
     from clirplug.irds import irds_id
@@ -111,8 +111,6 @@ def run(args):
         raise ClirplugError(f"--nbest must be at least 1, got {args.nbest}")
     if args.format == "text" and args.nbest > 1:
         raise ClirplugError(f"--format text writes the 1-best only; use --format tsv or jsonl with --nbest {args.nbest}")
-    if args.output:
-        check_output(args.output)
     path = args.input if irds_id(args.input) is not None else Path(args.input)
     translator = Translator(args.model, args.kind, args.weights, pop_limit=args.pop_limit, src_lang=args.src_lang,
                             cache=not args.no_cache)
@@ -133,6 +131,7 @@ def run(args):
         items = [(str(number), chunks(translator.tokenize(line))) for number, line in enumerate(lines, 1)]
         output_format = args.format or ("text" if args.nbest == 1 else "tsv")
     translator.restrict([tokens for _, sentences in items for tokens in sentences])
+    output = args.output or STDOUT
     records = []
     with tqdm(total=sum(len(s) for _, s in items), desc="translate", unit="sentence", file=sys.stderr,
               disable=args.quiet) as bar:
@@ -149,11 +148,9 @@ def run(args):
     if output_format == "text":
         text = "".join(_one_best(r) + "\n" for r in records)
     elif output_format == "tsv":
-        text = "".join(_tsv_lines(records, args.output or "stdout") if args.nbest == 1 else _nbest_lines(records))
+        text = "".join(_tsv_lines(records, "standard output" if output == STDOUT else output) if args.nbest == 1
+                       else _nbest_lines(records))
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if args.output:
-        with atomic_open(args.output) as out:
-            out.write(text)
-    else:
-        sys.stdout.write(text)
+    with open_output(output) as out:
+        out.write(text)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirplug.atomic import remove_temporaries
+from clirplug.atomic import check_output, not_regular, remove_temporaries
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, WorkerLost, connected, make_executor
 from clirplug.experiment.records import is_current, record_path, stage_key
@@ -39,6 +39,9 @@ def root_lock(root: Path):
     first one reads. The lock ends with the process, however it ends; the file stays.
     """
     path = root / LOCK
+    kind = not_regular(path)
+    if kind is not None:
+        raise ClirplugError(f"{path}: is {kind}, not the root's lock file; remove it")
     try:
         root.mkdir(parents=True, exist_ok=True)
         path.touch()
@@ -164,8 +167,7 @@ def run_experiment(config, jobs: int | None = None, dry_run: bool = False, force
     jobs = config.jobs if jobs is None else jobs  # ExecutorSettings refuses fewer than 1
     executor = executor or config.executor
     workers = ExecutorSettings(executor, jobs, ray_address or (config.ray_address if executor == "ray" else None))
-    if config.root.exists() and not config.root.is_dir():
-        raise ClirplugError(f"root: {config.root} is a file, not a folder")
+    check_output(config.root, "root", folder=True)
     if dry_run:
         return _run_stages(config, workers, dry_run, force, progress, log)
     with root_lock(config.root):

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from clirplug.atomic import atomic_open
+from clirplug.atomic import open_output
 from clirplug.errors import ClirplugError, where
 
 # The columns of a run frame, and those a run needs when its ranks are (re)computed from the
@@ -221,17 +221,23 @@ def sort_run(frame, ties="anserini"):
     return frame[RUN_COLUMNS + [name for name in frame.columns if name not in RUN_COLUMNS]]
 
 
+def is_token(value: str) -> bool:
+    """True when ``value`` can be a field of a TREC run line: not empty, no white space."""
+    return bool(value) and not any(char.isspace() for char in value)
+
+
 def _check_token(kind, value):
-    if not value or any(char.isspace() for char in value):
+    if not is_token(value):
         raise ClirplugError(f"{kind} {value!r} cannot be written to a TREC run: it is empty or contains whitespace")
 
 
 # How write_run prints a score: "exact" is Python's shortest round-trip repr of the float64 value;
 # "pyserini" has six decimals, as Pyserini's TrecWriter prints them (pyserini/output_writer.py: {score:.6f}).
 SCORE_FORMATS = {"exact": repr, "pyserini": "{:.6f}".format}
+DEFAULT_TAG = "clirplug"  # the run tag when none is given
 
 
-def write_run(run, path, tag="clirplug", depth=None, score_format="exact") -> None:
+def write_run(run, path, tag=DEFAULT_TAG, depth=None, score_format="exact") -> None:
     """Write a run in TREC format, atomically and reproducibly.
 
     Rows are ordered by ``sort_run`` and ranks recomputed. Scores are printed with
@@ -248,6 +254,7 @@ def write_run(run, path, tag="clirplug", depth=None, score_format="exact") -> No
         Columns ``qid``, ``docid``, ``score`` (any ``rank`` is recomputed), or
         ``{qid: {docid: score}}``.
     path : str or Path
+        The file, or ``-`` for standard output.
     tag : str
         The run tag (last column); no whitespace.
     depth : int, optional
@@ -273,5 +280,5 @@ def write_run(run, path, tag="clirplug", depth=None, score_format="exact") -> No
         f"{qid} Q0 {docid} {rank} {shown(score)} {tag}\n"
         for qid, docid, rank, score in zip(qids, docids, frame["rank"].tolist(), frame["score"].tolist())
     ]
-    with atomic_open(path) as handle:
+    with open_output(path) as handle:
         handle.writelines(lines)

@@ -58,7 +58,7 @@ def _building(index: Path):
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ClirplugError(f"{index}: another process is building it ({work} is locked)") from None
-        if index.exists():  # built while we waited for the lock
+        if os.path.lexists(index):  # built while we waited for the lock
             raise ClirplugError(f"{index}: already exists; remove it or choose another --index")
         if _clear(work):
             warn(f"{work}: removed the files of an interrupted build")
@@ -203,7 +203,7 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
     """
     check_language(language)
     index = Path(index)
-    if index.exists():
+    if os.path.lexists(index):  # a dangling symbolic link too: nothing named is replaced
         raise ClirplugError(f"{index}: already exists; remove it or choose another --index")
     threads = threads or min(4, os.cpu_count() or 1)
     with _building(index) as work:
@@ -215,7 +215,7 @@ def build_index(corpus, index, language: str = "en", threads: int | None = None,
         stats = index_statistics(work / "index")
         if stats["documents"] != count:
             raise ClirplugError(f"{corpus}: the index holds {stats['documents']} of {count} documents")
-        if index.exists():  # made meanwhile by someone else
+        if os.path.lexists(index):  # made meanwhile by someone else
             raise ClirplugError(f"{index}: already exists; refusing to replace it")
         os.rename(work / "index", index)
     return stats

@@ -31,7 +31,6 @@ def train_boost(topics: Path, qrels: Path, corpus, output: Path, settings: Boost
     """
     import numpy as np
 
-    from clirplug.atomic import check_output
     from clirplug.boost import Collection, train, tune_beta
     from clirplug.corpus import read_corpus
     from clirplug.io.qrels import read_qrels
@@ -40,7 +39,6 @@ def train_boost(topics: Path, qrels: Path, corpus, output: Path, settings: Boost
     config = settings.model_config()
     if isinstance(jobs, int) and jobs < 1:
         raise ClirplugError(f"--jobs must be at least 1, got {jobs}")
-    check_output(output)
     tuning = settings.beta is None
     topics, judgements = read_topics(topics), read_qrels(qrels)
     judged = set(judgements["qid"])

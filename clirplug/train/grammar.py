@@ -34,13 +34,10 @@ def train_grammar(model: Path, kind: str, settings: GrammarSettings = GrammarSet
     ``filter`` keeps only the rules usable on some line of that raw source-language text. With
     ``progress``, scoring the rule instances and writing the rules show bars with an ETA on a terminal.
     """
-    from clirplug.atomic import check_output
     from clirplug.train.cache import Stages
 
     if kind not in KINDS:
         raise ClirplugError(f"--kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-    if output is not None:
-        check_output(output, "--output")
     model = Path(model)
     src, tgt = model / f"corpus.{src_lang}", model / f"corpus.{tgt_lang}"
     links = model / f"align.{src_lang}-{tgt_lang}"

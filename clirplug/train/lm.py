@@ -36,13 +36,11 @@ def _jsonl_sentences(path: Path, lang: str):
 def train_lm(output: Path, settings: LmSettings = LmSettings(), *, texts=(), jsonl=(), lang: str = "en",
              force: bool = False) -> Path:
     """Estimate an ARPA model at ``output`` from raw ``texts`` and documents in ``jsonl`` files."""
-    from clirplug.atomic import check_output
     from clirplug.train.cache import Stages
 
     output, texts, jsonl = Path(output), [Path(p) for p in texts], [Path(p) for p in jsonl]
     if not texts and not jsonl:
         raise ClirplugError("give at least one --text or --jsonl file")
-    check_output(output, "--output")
     for path in texts + jsonl:
         if not path.is_file():
             raise ClirplugError(f"{path}: no such file")

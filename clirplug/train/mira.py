@@ -34,7 +34,6 @@ def train_mira(model: Path, kind: str, index: Path, topics: Path, qrels: Path, f
     ``searches`` keeps the AP of every candidate query searched (gzipped JSON) and reuses it when
     the qrels, index and search settings match. ``stopwords`` are removed before search (as DT's).
     """
-    from clirplug.atomic import check_output
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
     from clirplug.lucene.reader import LuceneIndex
@@ -43,9 +42,6 @@ def train_mira(model: Path, kind: str, index: Path, topics: Path, qrels: Path, f
     from clirplug.qt.mira import train
     from clirplug.stopwords import read_stopwords
 
-    check_output(output)
-    if searches:
-        check_output(searches, "--searches")
     topic_list, judgements = read_topics(topics), read_qrels(qrels)
     words = read_stopwords(stopwords) if stopwords else ()
     translator = Translator(model, kind=kind)

@@ -8,6 +8,7 @@ no traceback, and every file of the workspace as it was (no output replaced, non
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 
@@ -83,13 +84,32 @@ def workspace(tmp_path, model_template) -> Path:
     return tmp_path
 
 
+class Node:
+    """A file :func:`put` makes that is not a regular one, by ``make(path)``."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def symlink(target: str) -> Node:
+    """A symbolic link to ``target`` (relative to the link's folder)."""
+    return Node(lambda path: path.symlink_to(target))
+
+
+FIFO = Node(os.mkfifo)
+
+
 def put(workspace: Path, files: dict) -> None:
-    """Write a case's files: text, bytes, a function of the workspace that returns bytes, or ``None`` (delete)."""
+    """Write a case's files: text, bytes, a function of the workspace that returns bytes, a :class:`Node`, or
+    ``None`` (delete)."""
     for name, content in files.items():
         path = workspace / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if content is None:
             path.unlink()
+            continue
+        if isinstance(content, Node):
+            content.make(path)
             continue
         if callable(content):
             content = content(workspace)
@@ -99,9 +119,18 @@ def put(workspace: Path, files: dict) -> None:
             path.write_bytes(content)
 
 
+def state(path: Path):
+    """What ``path`` is: a symbolic link (``("link", target)``), a FIFO (``"fifo"``), a file (its bytes) or a folder (None)."""
+    if path.is_symlink():
+        return "link", os.readlink(path)
+    if path.is_fifo():
+        return "fifo"
+    return path.read_bytes() if path.is_file() else None
+
+
 def snapshot(folder: Path) -> dict:
-    """Every file (path -> bytes) and folder (path -> None) under ``folder``."""
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
+    """The :func:`state` of everything under ``folder``, by relative path."""
+    return {str(p.relative_to(folder)): state(p) for p in sorted(folder.rglob("*"))}
 
 
 def run_cli(argv, workspace: Path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import GRAMMAR, OLD, RUN_A, TOPICS, check_refused, gz, put, run_cli, snapshot
+from conftest import FIFO, GRAMMAR, OLD, RUN_A, TOPICS, check_refused, gz, put, run_cli, snapshot, symlink
 
 pytestmark = pytest.mark.cli
 
@@ -308,8 +308,9 @@ OPTION_CASES = [
     ("search --psq unknown option", search("--psq", "lamda=1:0:0", method="psq"), {}, r"--psq: unknown option 'lamda'"),
 ]
 
-# Commands that write a file the user names, with the option naming it (argparse's Path type
-# drops a trailing slash, so "a folder path" applies to the options read as text).
+# Commands that write a file the user names, with the option naming it; "-" is standard output for the
+# options of STDOUT_OPTIONS. Every output is checked before any input is read: the workspace's index only
+# looks like one, and train weights would decode with the model before writing.
 WRITERS = {
     "search": (["search", "--index", "{w}/index", "--topics", "{w}/topics.jsonl"], "--output"),
     "fuse": (["fuse", "--runs", "{w}/a.trec", "{w}/b.trec"], "--output"),
@@ -318,27 +319,67 @@ WRITERS = {
     "rerank --explain": (bowfd(), "--explain"),
     "train lm": (["train", "lm", "--text", "{w}/text.en"], "--output"),
     "train grammar": (["train", "grammar", "--kind", "hiero", "--model", "{w}/model"], "--output"),
+    "train weights": (["train", "weights", "--model", "{w}/model", "--src", "{w}/text.en", "--tgt", "{w}/text.en"],
+                      "--output"),
     "train boost": (["train", "boost", "--topics", "{w}/topics.jsonl", "--qrels", "{w}/qrels.txt", "--corpus",
                      "{w}/corpus.jsonl"], "--output"),
+    "train bowfd": (["train", "bowfd", "--model", "{w}/model", "--index", "{w}/index", "--topics", "{w}/topics.jsonl",
+                     "--qrels", "{w}/qrels.txt", "--candidates", "{w}/a.trec"], "--output"),
     "train mira": (["train", "mira", "--model", "{w}/model", "--index", "{w}/index", "--topics", "{w}/topics.jsonl",
                     "--qrels", "{w}/qrels.txt"], "--output"),
+    "train mira --searches": (["train", "mira", "--model", "{w}/model", "--index", "{w}/index", "--topics",
+                               "{w}/topics.jsonl", "--qrels", "{w}/qrels.txt", "--output", "{w}/old.json"], "--searches"),
 }
+STDOUT_OPTIONS = {"search", "fuse", "translate", "rerank"}
+NOT_REGULAR = r"which writing would replace; name a regular file"
 TARGETS = [
-    ("an existing folder", "{w}/out", r"{option} {w}/out: is a folder; name the file to write"),
-    ("the working folder", ".", r"{option} \.: is a folder"),
-    ("a folder path", "{w}/new/", r"{option} {w}/new/: is a folder"),
-    ("a file in a missing folder", "{w}/nowhere/run.trec",
-     r"{option} {w}/nowhere/run\.trec: folder {w}/nowhere does not exist"),
+    ("an existing folder", "{w}/out", {}, r"{option} {w}/out: is a folder; name the file to write"),
+    ("the working folder", ".", {}, r"{option} \.: is a folder"),
+    ("a folder path", "{w}/new/", {}, r"{option} {w}/new/: is a folder"),
+    ("a file under a file", "{w}/old.txt/run", {}, r"{option} {w}/old\.txt/run: {w}/old\.txt is not a folder"),
+    ("a symbolic link", "{w}/link", {"link": symlink("old.txt")}, rf"{{option}} {{w}}/link: is a symbolic link, {NOT_REGULAR}"),
+    ("a FIFO", "{w}/fifo", {"fifo": FIFO}, rf"{{option}} {{w}}/fifo: is a FIFO \(named pipe\), {NOT_REGULAR}"),
+    ("standard output", "-", {}, r"{option} -: this option cannot write to standard output; name a file"),
 ]
+# Commands that write into a folder the user names
+FOLDER_WRITERS = {
+    "train align": (["train", "align", "--src", "{w}/text.en", "--tgt", "{w}/text.en"], "--output"),
+    "translate --forest": (translate(), "--forest"),
+}
+FOLDER_TARGETS = [
+    ("a file", "{w}/old.txt", {}, r"{option} {w}/old\.txt: is a file, not a folder"),
+    ("a symbolic link to a file", "{w}/link", {"link": symlink("old.txt")},
+     r"{option} {w}/link: is a symbolic link, not a folder"),
+    ("a FIFO", "{w}/fifo", {"fifo": FIFO}, r"{option} {w}/fifo: is a FIFO \(named pipe\), not a folder"),
+    ("a folder under a file", "{w}/old.txt/model", {}, r"{option} {w}/old\.txt/model: {w}/old\.txt is not a folder"),
+    ("standard output", "-", {}, r"{option} -: this option cannot write to standard output; name a folder"),
+]
+TUNED = ["--tune-on", "{w}/qrels.txt"]
 PATH_CASES = [
-    (f"{command}: {option} {what}", [*argv, option, target], {}, message.replace("{option}", option))
-    for command, (argv, option) in WRITERS.items() for what, target, message in TARGETS
-    if not (target.endswith("/") and command in ("train lm", "train grammar"))
+    (f"{command}: {option} {what}", [*argv, option, target], files, message.replace("{option}", option))
+    for command, (argv, option) in WRITERS.items() for what, target, files, message in TARGETS
+    if not (target == "-" and command in STDOUT_OPTIONS)
 ] + [
-    ("fuse --curve in a missing folder", fuse("--tune-on", "{w}/qrels.txt", "--curve", "{w}/nowhere/curve"), {},
-     r"--curve {w}/nowhere/curve\.tsv: folder {w}/nowhere does not exist"),
+    (f"{command}: {option} {what}", [*argv, option, target], files, message.replace("{option}", option))
+    for command, (argv, option) in FOLDER_WRITERS.items() for what, target, files, message in FOLDER_TARGETS
+] + [
+    ("fuse --curve a folder path", fuse(*TUNED, "--curve", "{w}/new/"), {}, r"--curve {w}/new/: is a folder"),
+    ("fuse --curve an existing folder", fuse(*TUNED, "--curve", "{w}/out"), {}, r"--curve {w}/out: is a folder"),
+    ("fuse --curve whose .png is a symbolic link", fuse(*TUNED, "--curve", "{w}/c"), {"c.png": symlink("old.txt")},
+     rf"--curve {{w}}/c\.png: is a symbolic link, {NOT_REGULAR}"),
+    ("fuse --tune-on to standard output without --curve", fuse(*TUNED, "--output", "-"), {},
+     r"--tune-on with --output - needs --curve PREFIX"),
+    ("search --run-tag with white space", search("--run-tag", "my run"), {},
+     r"--run-tag 'my run': a run tag cannot be empty or hold white space"),
+    ("search --output whose name, the default run tag, has white space", search("--output", "{w}/my run.trec"), {},
+     r"--output {w}/my run\.trec: the run tag taken from its name, 'my run', is empty or holds white space; "
+     r"give --run-tag TAG"),
+    ("index --index a dangling symbolic link", ["index", "--corpus", "{w}/corpus.jsonl", "--index", "{w}/dangling"],
+     {"dangling": symlink("nowhere")}, r"{w}/dangling: already exists; remove it or choose another --index"),
     ("experiment --root naming a file", ["experiment", str(EXPERIMENT), "--root", "{w}/old.txt", "--quiet"], {},
-     r"root: {w}/old\.txt is a file, not a folder"),
+     r"root {w}/old\.txt: is a file, not a folder"),
+    ("experiment on a root whose lock is a folder", ["experiment", str(EXPERIMENT), "--root", "{w}/root", "--quiet"],
+     {"root/.clirplug.lock/x": ""}, r"{w}/root/\.clirplug\.lock: is a folder, not the root's lock file; remove it"),
 ] + [
     (f"translate --forest with topic id {tid}", translate("t.jsonl", "--forest", "{w}/forests"),
      {"t.jsonl": lines({"id": tid, "title": "dateien"})},

@@ -135,4 +135,4 @@ def test_atomic_writes_never_replace_a_folder(tmp_path, monkeypatch):
 def test_an_unwritable_output_folder_is_one_line(workspace, capsys, tmp_path):
     put(workspace, {"file": "not a folder"})
     check_refused(["fuse", "--runs", "{w}/a.trec", "{w}/b.trec", "--output", "{w}/file/run.trec"], workspace, capsys,
-                  r"--output {w}/file/run\.trec: folder {w}/file does not exist")
+                  r"--output {w}/file/run\.trec: {w}/file is not a folder")

@@ -95,3 +95,17 @@ def test_a_missing_segment_file_is_one_line(indexed, capsys, segment_file, named
                    "--quiet"], indexed, capsys,
                   r"{w}/index: cannot open the Lucene index \(CorruptIndexException: .*" + named + r".*\); "
                   r"rebuild it with `clirplug index`")
+
+
+def test_a_run_to_standard_output_holds_the_run_only(indexed, capfd):
+    """``search --output -``: stdout (Java's included) is the run file's lines, and what was written is said on stderr."""
+    from clirplug.cli import main
+
+    put(indexed, {"en.jsonl": jsonl([{"id": "q1", "title": "copy files"}, {"id": "q2", "title": "list directory"}])})
+    search = ["search", "--index", f"{indexed}/index", "--topics", f"{indexed}/en.jsonl", "--quiet"]
+    assert main([*search, "--output", f"{indexed}/run.trec", "--run-tag", "clirplug"]) == 0
+    capfd.readouterr()
+    assert main([*search, "--output", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert out == (indexed / "run.trec").read_text() and len(out.splitlines()) == 6
+    assert err == "wrote -: 2 of 2 topics with results, 6 lines\n"

@@ -122,6 +122,51 @@ def test_search_help_lists_every_method_on_one_line(capsys, monkeypatch):
     assert all(len(line) < 80 for line in listing)
 
 
+# ----------------------------------------------------------------------------- outputs, checked before the command runs
+
+# Options naming what a command writes besides every command's --output, and the folders and standard outputs among
+# them: each is an Output, which clirplug.cli.main checks before the command runs (clirplug.atomic.check_output).
+WRITTEN = {("rerank", "--explain"), ("translate", "--forest"), ("train mira", "--searches")}
+FOLDERS = {("train align", "--output"), ("translate", "--forest")}
+STDOUT = {("search", "--output"), ("rerank", "--output"), ("fuse", "--output"), ("translate", "--output")}
+
+
+def _all_commands():
+    from clirplug.cli.train import TRAIN_COMMANDS
+
+    return [name for name in COMMANDS if name != "train"] + [f"train {name}" for name in TRAIN_COMMANDS]
+
+
+def test_every_option_naming_what_a_command_writes_is_an_output():
+    from clirplug.cli import Output
+
+    options = {(command, option): action for command in _all_commands()
+               for option, action in _options(command).items() if option.startswith("--") and option != "--out"}
+    outputs = {key: action for key, action in options.items() if isinstance(action, Output)}
+    assert set(outputs) == {key for key in options if key[1] == "--output"} | WRITTEN
+    assert {key for key, action in outputs.items() if action.folder} == FOLDERS
+    assert {key for key, action in outputs.items() if action.stdout} == STDOUT
+    assert all(action.type is None for action in outputs.values())  # text: argparse's Path would drop "new/"'s slash
+
+
+def test_the_commands_writing_a_run_check_its_tag():
+    from clirplug.cli import RunTag
+
+    assert [command for command in _all_commands() if isinstance(_options(command).get("--run-tag"), RunTag)] == [
+        "search", "fuse", "rerank"]
+
+
+def test_outputs_are_checked_before_the_command_runs(tmp_path, monkeypatch, capsys):
+    from clirplug.cli import main
+
+    monkeypatch.setattr("clirplug.cli.fuse.run", lambda args: pytest.fail("the command ran"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["fuse", "--runs", "a.trec", "b.trec", "--output", "x/", "--run-tag", "a b"]) == 2
+    assert capsys.readouterr().err == "clirplug: error: --output x/: is a folder; name the file to write\n"
+    assert main(["fuse", "--runs", "a.trec", "b.trec", "--output", "x.trec", "--run-tag", "a b"]) == 2
+    assert "--run-tag 'a b'" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- flags against the settings classes
 
 # Where each setting of a method (clirplug.methods.METHODS) is given on the command
