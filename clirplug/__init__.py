@@ -7,8 +7,17 @@ Its names are imported on first use, so that ``clirplug --help`` loads neither n
 """
 
 import importlib
+import os
+import sys
 
 from clirplug.errors import ClirplugError
+
+# The same numbers on every machine: where the processor has AVX-512, numpy computes float64 exp and log with its
+# own AVX-512 code, whose results differ in the last bit from the C library's, which every other x86-64 processor
+# gets (RankBoost's weight updates, the log semiring). clirplug turns numpy's AVX-512 paths off, before numpy is
+# first imported (a process that imported numpy before clirplug keeps them); the variable is inherited by workers.
+if "numpy" not in sys.modules:
+    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512_ICL AVX512_SPR")
 
 __version__ = "0.1.0"
 __all__ = [

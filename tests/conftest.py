@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import clirplug  # noqa: F401, I001 - first, so that numpy's AVX-512 paths are off in the tests too (clirplug/__init__.py)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
