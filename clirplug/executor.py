@@ -199,31 +199,37 @@ class LocalExecutor(Executor):
     def abort(self) -> None:
         if self._pool is not None:
             workers = list(self._pool._processes.values())  # ProcessPoolExecutor has no public handle on them
-            self._pool.shutdown(wait=False, cancel_futures=True)
             for worker in workers:
                 worker.terminate()  # SIGTERM: a busy worker is interrupted as by Ctrl-C (_local_worker)
             for worker in workers:
                 worker.join(ABORT_SECONDS)
                 if worker.is_alive():
                     worker.kill()
+                    worker.join()
+            self._pool.shutdown(cancel_futures=True)  # its threads end too: none writes to a worker's pipe later
             self._pool = None
 
 
 @contextlib.contextmanager
 def _interrupts_deferred():
-    """Hold Ctrl-C and SIGTERM back while the body runs (in the main thread; elsewhere they never arrive), so
-    that they interrupt the work after it, not a worker's spawn half done."""
+    """Hold Ctrl-C and SIGTERM back while the body runs, so that they interrupt the work after it, not a worker's
+    spawn half done: their Python handlers (which run in the main thread, whichever thread the signal reached)
+    only note them meanwhile; then each noted signal goes to the handler it had."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted = []
+    held = [number for number in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(number) is not signal.SIG_IGN]
+    previous = {number: signal.signal(number, lambda signum, frame: noted.append(signum)) for number in held}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in noted:
+            signal.raise_signal(number)
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process receives when its parent dies
@@ -238,7 +244,6 @@ def _local_worker(parent: int, initializer, initargs: tuple) -> None:
     import sys
 
     signal.signal(signal.SIGTERM, _worker_terminated)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # held while it was spawned
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above

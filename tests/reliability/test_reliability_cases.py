@@ -405,7 +405,7 @@ def test_refused(workspace, capsys, monkeypatch, argv, files, message):
 
 def test_jsonl_topics_need_only_the_searched_field(workspace, capsys):
     put(workspace, {"t.jsonl": lines({"id": "q1", "title": "dateien kopieren"})})
-    code, _, err = run_cli(translate("t.jsonl"), workspace, capsys)
+    code, _, err = run_cli(translate("t.jsonl", "--format", "jsonl"), workspace, capsys)
     assert code == 0 and "warning" not in err
     record = json.loads((workspace / "old.txt").read_text())
     assert record["sentences"][0]["nbest"][0]["words"] == ["copy", "files"]

@@ -57,8 +57,8 @@ def test_long_sentences_are_cut_into_balanced_chunks():
 def test_a_1000_word_title_is_translated_in_chunks(workspace, capsys):
     title = " ".join(["dateien kopieren"] * 500)
     put(workspace, {"long.jsonl": json.dumps({"id": "q1", "title": title}) + "\n"})
-    code, _, err = run_cli(["translate", "--model", "{w}/model", "--input", "{w}/long.jsonl", "--output",
-                            "{w}/long.out", "--no-cache"], workspace, capsys)
+    code, _, err = run_cli(["translate", "--model", "{w}/model", "--input", "{w}/long.jsonl", "--format", "jsonl",
+                            "--output", "{w}/long.out", "--no-cache"], workspace, capsys)
     assert code == 0, err
     sentences = json.loads((workspace / "long.out").read_text())["sentences"]
     assert [len(s["source"]) for s in sentences] == [MAX_SENTENCE_TOKENS] * 10

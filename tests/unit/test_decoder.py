@@ -303,7 +303,7 @@ def test_translate_cli_cache_and_forests(tmp_path, rules, monkeypatch, capsys):
     monkeypatch.undo()
     # topics: desc sentence by sentence, n-best JSON, forests on disk
     assert main(["translate", "--model", str(model), "--input", str(topics), "--field", "desc", "--nbest", "3",
-                 "--forest", str(tmp_path / "forests"), "--no-cache"]) == 0
+                 "--derivations", "--format", "jsonl", "--forest", str(tmp_path / "forests"), "--no-cache"]) == 0
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert record["id"] == "t1" and [s["source"] for s in record["sentences"]] == [["x", "y", "wort", "."], ["z", "x", "w", "y", "."]]
     assert all(len(s["nbest"]) == 3 for s in record["sentences"])
