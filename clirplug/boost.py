@@ -386,6 +386,58 @@ def column_classes(positive, negative):
 
 _BLOCK = 1 << 15  # columns whose W+-, criterion (768 kB) fit a core's cache: the kernels update them a block at a time
 
+# ----------------------------------------------------------------------------- exp and log in basic operations
+#
+# RankBoost's importances are products of exponentials and its choices compare sums of them, so one different last
+# bit of an exp can choose another feature, and every later choice with it (the demo's desc model lost or gained
+# 0.04 MAP so). numpy's float64 exp is the C library's on most processors but Intel's SVML on those with AVX-512
+# (numpy dispatches by processor); C libraries' exp and log differ too. RankBoost therefore computes both with the
+# functions below: IEEE-754 additions, multiplications and divisions only, each exactly rounded, in a fixed order,
+# hence the same bits on every machine and with every numpy (within 3 units in the last place of the exact value).
+
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 in 32 significant bits (fdlibm's ln2_hi): k * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10  # ln 2 - _LN2_HI
+_INV_LN2 = 1.44269504088896338700e+00
+_SQRT_HALF = 0.70710678118654757
+_EXP_TERMS = tuple(1.0 / math.factorial(n) for n in range(14))  # exp(r) = sum r^n / n!, |r| <= ln(2) / 2
+_LOG_TERMS = tuple(1.0 / (2 * n + 1) for n in range(13))  # atanh(s) / s = sum s^2n / (2n + 1), |s| < 0.172
+
+
+def portable_exp(x):
+    """``e**x`` of each element of ``x`` (float64) in basic operations only: ``x = k ln 2 + r``, a Taylor polynomial
+    of ``r`` times ``2**k``. The same bits on every machine, unlike ``numpy.exp``; inf above 709.78, 0 below -745.1."""
+    x = np.clip(np.asarray(x, dtype=np.float64), -800.0, 800.0)  # e**800 is inf, e**-800 is 0 in float64
+    k = np.rint(x * _INV_LN2)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full(r.shape, _EXP_TERMS[-1])
+    for term in _EXP_TERMS[-2::-1]:
+        p = p * r + term
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return np.ldexp(p, k.astype(np.int32))
+
+
+def portable_log(v):
+    """``ln v`` of a positive finite float in basic operations only: ``v = m 2**e`` with ``m`` in [1/sqrt 2, sqrt 2),
+    ``ln m = 2 atanh((m - 1) / (m + 1))`` by its series. The same bits on every machine, unlike ``math.log``."""
+    v = float(v)
+    if not 0.0 < v < math.inf:
+        return math.log(v)  # 0, inf, nan and negative values: the C library's answer (or error)
+    m, e = math.frexp(v)
+    if m < _SQRT_HALF:
+        m, e = m * 2.0, e - 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    s2 = s * s
+    p = _LOG_TERMS[-1]
+    for term in _LOG_TERMS[-2::-1]:
+        p = p * s2 + term
+    return e * _LN2_HI + (e * _LN2_LO + 2.0 * s * p)
+
+
+# W+- and Z are updated incrementally; when Z falls below this share of its value at the last fresh sum, they are
+# summed afresh from D (RankBoost._refresh).
+_REFRESH = 2.0 ** -10
+
 
 class RankBoost:
     """RankBoost with the Collins & Koo (2005) feature selection (Sokolov et al. 2013, Algorithm 1).
@@ -413,6 +465,11 @@ class RankBoost:
 
     Features whose columns are equal in P and M are boosted as one class (:func:`column_classes`): the
     totals are kept per class, and the attributes above give each feature its class's value.
+
+    The arithmetic gives the same bits on every machine: exp and log are :func:`portable_exp` and
+    :func:`portable_log`, sums run in a fixed order, and ``W+-`` and ``Z``, updated incrementally, are summed afresh
+    from ``D`` whenever ``Z`` has fallen by a factor of ``1/_REFRESH`` (:meth:`_refresh`), so that the rounding
+    errors of the updates never outgrow the totals.
     """
 
     def __init__(self, positive, negative, d0, epsilon=1e-5):
@@ -425,12 +482,11 @@ class RankBoost:
         if self.d.ndim != 1 or len(self.d) != self.positive.shape[0] or (self.d < 0).any():
             raise ClirplugError("D0 must hold one non-negative importance per triple")
         self.epsilon = float(epsilon)
-        self.z = float(self.d.sum())
-        self._plus = np.asarray(self.positive.T @ self.d, dtype=np.float64).ravel()
-        self._minus = np.asarray(self.negative.T @ self.d, dtype=np.float64).ravel()
-        self._scores = self._criterion(slice(None))
-        self._touched = np.zeros(len(self._scores), dtype=bool)
+        n_classes = self.positive.shape[1]
+        self._plus, self._minus, self._scores = np.zeros(n_classes), np.zeros(n_classes), np.zeros(n_classes)
+        self._touched = np.zeros(n_classes, dtype=bool)
         self._blocks = None  # the kernels' view of P and M by blocks of columns
+        self._refresh()
 
     @property
     def w_plus(self) -> np.ndarray:
@@ -472,7 +528,7 @@ class RankBoost:
         plus, minus = max(self._plus[h], 0.0), max(self._minus[h], 0.0)
         if plus + smoothing <= 0 or minus + smoothing <= 0:
             return None  # every triple's importance has underflowed to 0: nothing left to learn
-        w = 0.5 * math.log((plus + smoothing) / (minus + smoothing))
+        w = 0.5 * portable_log((plus + smoothing) / (minus + smoothing))
         by_positive, by_negative = self._columns
         span_p = slice(by_positive.indptr[h], by_positive.indptr[h + 1])
         span_m = slice(by_negative.indptr[h], by_negative.indptr[h + 1])
@@ -481,12 +537,35 @@ class RankBoost:
         rows, inverse = np.unique(rows, return_inverse=True)
         x = np.bincount(inverse, weights=values, minlength=len(rows))
         rows, x = rows[x != 0], x[x != 0]
-        updated = self.d[rows] * np.exp(-w * x)
+        updated = self.d[rows] * portable_exp(-w * x)
         delta = updated - self.d[rows]
         self.d[rows] = updated
         self.z += float(delta.sum())
         self._update(rows, delta)
+        if self.z < self._z_summed * _REFRESH:
+            self._refresh()
         return int(self._features[h]), w
+
+    def _refresh(self):
+        """``W+-`` and ``Z`` summed afresh from ``D``, and every criterion: at the start, and when ``Z`` has fallen
+        below ``_REFRESH`` times its value at the last refresh.
+
+        An update subtracts from a total the part its triples lose, so its rounding error is relative to the total
+        before: after many updates that shrink ``Z`` by orders of magnitude (the demo's desc bags: 13 in 120
+        iterations), the accumulated errors outweigh the totals, and the last bits of the exps decide which feature
+        wins. Summed afresh, each ``W`` is a sum of non-negative terms, in the order of P's and M's entries (the
+        same order as the incremental updates, by the kernels or numpy), and ``Z`` is exactly rounded (``fsum``).
+        """
+        self._plus[:] = 0.0
+        self._minus[:] = 0.0
+        if _kernels() is not None:
+            self._update(np.arange(len(self.d)), self.d)
+        else:
+            for matrix, totals in ((self.positive, self._plus), (self.negative, self._minus)):
+                terms = matrix.data * np.repeat(self.d, np.diff(matrix.indptr))
+                totals += np.bincount(matrix.indices, weights=terms, minlength=len(totals))
+        self._scores[:] = self._criterion(slice(None))
+        self.z = self._z_summed = math.fsum(self.d.tolist())
 
     def _update(self, rows, delta):
         """Add ``delta`` (the change of ``D`` of ``rows``) into ``W+-`` and refresh the criterion where they changed."""

@@ -500,7 +500,7 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     return write_run_with_sidecar(stage, frame, latencies, tuned={"psq": spec} if s["tuned"] else None)
 
 
-@stage_kind("boost-train", version=2)
+@stage_kind("boost-train", version=3)
 def boost_train_stage(stage: Stage, ctx: Context) -> dict:
     """Bagged RankBoost on the tune split (:func:`clirplug.train.boost.train_boost`; beta tuned on held-out topics)."""
     from clirplug.train.boost import BoostSettings, train_boost
