@@ -228,7 +228,7 @@ def draw_figures(config, stems, scores, per_split, run_stages, run_files, stages
             figures.topic_differences(stem, {
                 run: (frame[(run, measure)] - frame[(reference, measure)],
                       f"{run} - {reference} ({split}, {fld}): W/T/L {win_tie_loss(counts[(split, fld, run)])}")
-                for run in runs}, f"{measure} per topic, run - {reference}")
+                for run in runs}, f"{'AP' if measure == 'MAP' else measure} per topic, run - {reference}")
         elif key[0] == "recall":
             split = key[1]
             qrels = read_qrels(config.collection.qrels(split))
