@@ -1,50 +1,74 @@
-"""The experiment report: ``report.md``, ``report.csv`` and ``report.json`` beside the runs.
+"""The experiment report: ``report.md``, ``report.tex``, ``report.csv``, ``report.json`` and figures beside the runs.
 
 Scores are :func:`clirplug.eval.measures.evaluate` of the run files as written (what
 ``clirplug eval`` computes), on every split of the config that has qrels; significance is
 the paired randomization test (:func:`clirplug.eval.significance.randomization_test`)
 against the baseline run of the same split and field, over the queries of the qrels, with
 Holm's adjustment (:func:`clirplug.eval.significance.holm`) over the runs tested against that
-baseline on each measure. The
-tables follow the papers: Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD), Table 2 of
-Sokolov et al. (2013) (DT, PSQ, boosting) and their Table 3 (fusions), plus the dense
-retrieval baseline (no translation) beside DT, PSQ and boosting, each between the
-floor (untranslated queries) and the monolingual ceiling (the English mate's title), with
-the share of the ceiling every run reaches. ``report.json`` holds one record per run, per
-translation output and per stage, so that every number can be recomputed from the files.
+baseline on each measure; wins, ties and losses count the topics against the baseline. The
+tables follow the papers (:data:`TABLES`): Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD)
+and their Table 2 (without the LM), Table 2 of Sokolov et al. (2013) (DT, PSQ, boosting) and their
+Table 3 (fusions), plus the dense retrieval baseline (no translation), each between the floor
+(untranslated queries) and the monolingual ceiling (the English mate's title), title and desc side
+by side. Each table is one :class:`clirplug.experiment.tables.Table`, rendered to Markdown and to
+LaTeX (booktabs). ``report.json`` holds one record per run, per translation output and per stage,
+so that every number can be recomputed from the files; :mod:`clirplug.experiment.figures` draws
+the figures.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from clirplug.atomic import atomic_open
+from clirplug.experiment import figures
 from clirplug.experiment.stages import Stage, stage_kind
+from clirplug.experiment.tables import HOLM_MARKER, Cell, Table, latex_document, markdown, result_table, win_tie_loss
 
 # table title -> (methods whose runs it shows between the floor and the ceiling,
 #                 methods of which one must be present for the table to be shown)
 TABLES = {
-    "Table 1: query translation (Hieber & Riezler 2015)": (("dt", "psq", "bowfd"), ("dt", "psq", "bowfd")),
+    "query translation (Hieber & Riezler 2015, Table 1)": (("dt", "psq", "bowfd"), ("dt", "psq", "bowfd")),
     # bowfd runs with ``lm: false`` carry the method name bowfd-nolm
-    "Table 2: without the language model (Hieber & Riezler 2015)": (("dt", "psq", "bowfd", "bowfd-nolm"),
+    "without the language model (Hieber & Riezler 2015, Table 2)": (("dt", "psq", "bowfd", "bowfd-nolm"),
                                                                      ("bowfd-nolm",)),
-    "Table 2: boosting (Sokolov et al. 2013)": (("dt", "psq", "boost"), ("boost",)),
-    "Table 3: fusion (Sokolov et al. 2013)": (("dt", "psq", "boost", "fusion"), ("fusion",)),
+    "boosting (Sokolov et al. 2013, Table 2)": (("dt", "psq", "boost"), ("boost",)),
+    "fusion (Sokolov et al. 2013, Table 3)": (("dt", "psq", "boost", "fusion"), ("fusion",)),
     # no translation: German queries and English documents in one multilingual-e5-small vector space
-    "Dense retrieval baseline (multilingual-e5-small)": (("dt", "psq", "boost", "dense"), ("dense",)),
+    "dense retrieval baseline (multilingual-e5-small)": (("dt", "psq", "boost", "dense"), ("dense",)),
 }
 CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
-HOLM_MARKER = "†"  # after '*': significant also after Holm's adjustment (a dagger)
+TIE = 1e-9  # per-topic values closer than this to the baseline's are a tie
+PACKAGE = Path(__file__).resolve().parents[1]  # the clirplug package, home of the demo's config and collection
+
+
+def _figure_stems(config, stages) -> dict[tuple, Path]:
+    """The report's figures (without extension), known when planning: per scored split and field the
+    per-topic differences, per scored split recall at depth, per kappa tuning and PSQ grid search its curve."""
+    c, folder = config, config.run_dir / "figures"
+    stems = {}
+    for split in c.splits:
+        if c.collection.qrels(split).is_file():
+            stems |= {("differences", split, fld): folder / f"{split}.{fld}.differences" for fld in c.fields}
+            stems[("recall", split)] = folder / f"{split}.recall"
+    for s in stages:
+        if s.kind in ("fusion-tune", "psq-tune"):
+            stems[(s.kind, s.name)] = folder / s.outputs[0].name.rsplit(".", 1)[0]
+    return stems
 
 
 def add_report_stage(plan) -> str:
-    """The last stage: depends on every other stage, writes the three report files."""
+    """The last stage: depends on every other stage, writes the report files and (with matplotlib) its figures."""
     c = plan.config
     settings = {"measures": list(c.measures), "splits": list(c.splits), "fields": list(c.fields),
-                "baseline": c.baseline, "tables": {k: [list(v) for v in pair] for k, pair in TABLES.items()}}
+                "baseline": c.baseline, "tables": {k: [list(v) for v in pair] for k, pair in TABLES.items()},
+                "figures": figures.available()}
     qrels = tuple(c.collection.qrels(split) for split in c.splits if c.collection.qrels(split).is_file())
-    outputs = tuple(c.run_dir / f"report.{ext}" for ext in ("md", "csv", "json"))
+    outputs = tuple(c.run_dir / f"report.{ext}" for ext in ("md", "csv", "json", "tex"))
+    if settings["figures"]:
+        outputs += tuple(p for stem in _figure_stems(c, plan.stages.values()).values() for p in figures.paths(stem))
     return plan.add(Stage("report", "report", settings, inputs=qrels, deps=tuple(plan.stages), outputs=outputs))
 
 
@@ -59,19 +83,32 @@ def _rel(path, base: Path) -> str:
     return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
 
 
+def shown(path, root) -> str:
+    """``path`` as the report's header shows it: relative to the experiment root, the clirplug package's own
+    files (the demo's) from ``clirplug/``, others relative to the root (``../``)."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    for base in (root, PACKAGE.parent):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return os.path.relpath(path, root)
+
+
 def score_runs(config, run_stages):
     """Per split and field: evaluate the runs (per query) and test each against the baseline.
 
-    Returns a list of dicts ``split, field, run, method, measure, value, p_value, p_holm,
-    share_of_ceiling, p_vs_inputs`` (a fusion's p-value against each of its input runs, else None);
-    ``p_holm`` adjusts the ``p_value`` of the runs of one split, field and measure together.
+    Returns the score rows, dicts ``split, field, run, method, measure, value, p_value, p_holm,
+    share_of_ceiling, p_vs_inputs, topics, wins, ties, losses`` (``p_vs_inputs``: a fusion's p-value
+    against each of its input runs, else None; ``p_holm`` adjusts the ``p_value`` of the runs of one
+    split, field and measure together; ``topics`` the queries of the qrels; ``wins, ties, losses`` the
+    topics where the run's value is above, within :data:`TIE` of, below the baseline's, None for the
+    runs not tested), and the per-query values: ``(split, field) -> frame`` (qid by ``(run, measure)``).
     """
     from clirplug.eval.measures import ALL, evaluate
     from clirplug.eval.significance import holm, randomization_test
     from clirplug.io.qrels import read_qrels
     from clirplug.io.runs import read_run
 
-    rows = []
+    rows, per_split = [], {}
     for split in config.splits:
         qrels_path = config.collection.qrels(split)
         if not qrels_path.is_file():
@@ -94,13 +131,17 @@ def score_runs(config, run_stages):
             result = evaluate(qrels, runs, list(config.measures), per_query=True)
             per_query = result[result["qid"] != ALL].pivot_table(index="qid", columns=["run", "measure"],
                                                                  values="value", sort=True)
+            per_split[(split, fld)] = per_query
             baseline = config.baseline if config.baseline in runs else None
             block = []
             for record in result[result["qid"] == ALL].itertuples(index=False):
-                p_value = None
+                p_value, counts = None, (None, None, None)
                 if baseline is not None and record.run not in (baseline, "ceiling"):
-                    p_value = float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
-                                                       per_query[(baseline, record.measure)].to_numpy()))
+                    values = per_query[(record.run, record.measure)].to_numpy()
+                    base = per_query[(baseline, record.measure)].to_numpy()
+                    p_value = float(randomization_test(values, base))
+                    wins, losses = int((values - base > TIE).sum()), int((values - base < -TIE).sum())
+                    counts = (wins, len(values) - wins - losses, losses)
                 top = ceiling_values.get(record.measure)
                 against = {other: float(randomization_test(per_query[(record.run, record.measure)].to_numpy(),
                                                            per_query[(other, record.measure)].to_numpy()))
@@ -108,57 +149,116 @@ def score_runs(config, run_stages):
                 block.append({"split": split, "field": fld, "run": record.run, "method": methods[record.run],
                               "measure": record.measure, "value": float(record.value), "p_value": p_value,
                               "p_holm": None, "share_of_ceiling": float(record.value / top) if top else None,
-                              "p_vs_inputs": against or None})
+                              "p_vs_inputs": against or None, "topics": len(per_query),
+                              **dict(zip(("wins", "ties", "losses"), counts))})
             for measure in config.measures:  # one family per measure: the runs tested against the baseline
                 family = [r for r in block if r["measure"] == measure and r["p_value"] is not None]
                 for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
                     r["p_holm"] = float(adjusted)
             rows += block
-    return rows
+    return rows, per_split
 
 
-def _table(scores, split, fld, names, measures, baseline):
-    from clirplug.eval.significance import marker
-
-    cells = {(r["run"], r["measure"]): r for r in scores if r["split"] == split and r["field"] == fld}
-    head = "| run | " + " | ".join(measures) + f" | {measures[0]} share of ceiling |"
-    lines = [head, "|---|" + "---|" * (len(measures) + 1)]
-    for name in names:
-        if (name, measures[0]) not in cells:
-            continue
-        values = []
-        for measure in measures:
-            r = cells[(name, measure)]
-            values.append(f"{r['value']:.4f}{marker(r['p_value'])}{HOLM_MARKER if marker(r['p_holm']) else ''}")
-        share = cells[(name, measures[0])]["share_of_ceiling"]
-        label = f"{name} (baseline)" if name == baseline else name
-        lines.append(f"| {label} | " + " | ".join(values) + f" | {'' if share is None else f'{share:.1%}'} |")
-    return lines
+def _paper_tables(config, run_stages, split) -> list[tuple[str, list[str]]]:
+    """(title, run names) of each table of :data:`TABLES` shown for ``split``."""
+    shown_tables = []
+    for title, (methods, required) in TABLES.items():
+        runs = [s.run for s in run_stages if s.run["split"] == split and s.run["method"] in methods]
+        if any(run["method"] in required for run in runs):
+            shown_tables.append((title, list(dict.fromkeys(run["name"] for run in runs))))
+    return shown_tables
 
 
-def _fusion_table(scores, splits, fields, measure) -> list[str]:
+def result_tables(config, run_stages, scores) -> list[Table]:
+    """The papers' tables of every scored split, named Table 1, 2, ... in order."""
+    tables = []
+    for split in config.splits:
+        if any(r["split"] == split for r in scores):
+            for title, runs in _paper_tables(config, run_stages, split):
+                tables.append(result_table(f"Table {len(tables) + 1}", title, scores, split, runs,
+                                           list(config.fields), list(config.measures), config.baseline))
+    return tables
+
+
+def fusion_table(name: str, scores, measure) -> Table | None:
     """Each fusion against each of its inputs on ``measure`` (`*`: the fusion differs at p < alpha)."""
     from clirplug.eval.significance import marker
 
     fused = [r for r in scores if r["measure"] == measure and r["p_vs_inputs"]]
     if not fused:
-        return []
+        return None
     value = {(r["split"], r["field"], r["run"]): r["value"] for r in scores if r["measure"] == measure}
-    lines = [f"## Fusions against their inputs ({measure})", "",
-             f"| split | field | fusion | {measure} | input | input {measure} | p |", "|---|---|---|---|---|---|---|"]
-    for split in splits:
-        for fld in fields:
-            for r in fused:
-                if (r["split"], r["field"]) == (split, fld):
-                    lines += [f"| {split} | {fld} | {r['run']} | {r['value']:.4f} | {other} | "
-                              f"{value[(split, fld, other)]:.4f} | {p:.4f}{marker(p)} |"
-                              for other, p in r["p_vs_inputs"].items()]
-    return lines + [""]
+    rows = tuple((Cell(r["split"]), Cell(r["field"]), Cell(r["run"]), Cell(f"{r['value']:.4f}"), Cell(other),
+                  Cell(f"{value[(r['split'], r['field'], other)]:.4f}"), Cell(f"{p:.4f}", marker(p)))
+                 for r in fused for other, p in r["p_vs_inputs"].items())
+    return Table(name, f"fusions against their inputs ({measure})", "split",
+                 ("field", "fusion", measure, "input", f"input {measure}", "p"), rows)
 
 
-@stage_kind("report", version=3)
+def _best_runs(config, run_stages, scores, split, fld) -> list[str]:
+    """The best run on the first measure of each table of ``split`` (floor, baseline and ceiling aside)."""
+    value = {r["run"]: r["value"] for r in scores
+             if (r["split"], r["field"], r["measure"]) == (split, fld, config.measures[0])}
+    best = []
+    for _, runs in _paper_tables(config, run_stages, split):
+        runs = [run for run in runs if run in value and run not in ("floor", "ceiling", config.baseline)]
+        if runs:
+            best.append(max(runs, key=lambda run: value[run]))
+    return list(dict.fromkeys(best))
+
+
+def draw_figures(config, stems, scores, per_split, run_stages, run_files, stages) -> None:
+    """Write the figures of ``stems`` (:func:`_figure_stems`)."""
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.runs import read_run
+
+    measure, baseline = config.measures[0], config.baseline
+    depths = [d for d in figures.DEPTHS if d <= config.hits]
+    counts = {(r["split"], r["field"], r["run"]): r for r in scores if r["measure"] == measure}
+    for key, stem in stems.items():
+        if key[0] == "differences":
+            _, split, fld = key
+            frame = per_split[(split, fld)]
+            reference = baseline if (baseline, measure) in frame else "floor"  # no baseline run: no runs configured
+            runs = _best_runs(config, run_stages, scores, split, fld) or [
+                run for run, m in frame.columns if m == measure and run not in (reference, "ceiling")]
+            figures.topic_differences(stem, {
+                run: (frame[(run, measure)] - frame[(reference, measure)],
+                      f"{run} - {reference} ({split}, {fld}): W/T/L {win_tie_loss(counts[(split, fld, run)])}")
+                for run in runs}, f"{'AP' if measure == 'MAP' else measure} per topic, run - {reference}")
+        elif key[0] == "recall":
+            split = key[1]
+            qrels = read_qrels(config.collection.qrels(split))
+            panels = {}
+            for fld in config.fields:
+                main = ["floor", baseline, *_best_runs(config, run_stages, scores, split, fld), "ceiling"]
+                runs = {run: read_run(run_files[(split, fld, run)]) for run in dict.fromkeys(main)
+                        if (split, fld, run) in run_files}
+                result = evaluate(qrels, runs, [f"R@{d}" for d in depths])
+                panels[f"{split}, {fld} queries"] = {run: result[result["run"] == run]["value"].tolist() for run in runs}
+            figures.recall_curves(stem, panels, depths)
+        elif key[0] == "fusion-tune":
+            s = stages[key[1]].settings
+            tsv, _, chosen = stages[key[1]].outputs
+            chosen = json.loads(chosen.read_text(encoding="utf-8"))
+            figures.kappa_curves(stem, pd.read_csv(tsv, sep="\t"), chosen, tuple(s["runs"]),
+                                 f"{s['run']} ({s['field']} queries): {s['measure']} on {s['split']}; chosen "
+                                 f"{chosen['method']}, kappa = {chosen['kappa']:.6g}, {s['measure']} "
+                                 f"{chosen['best']:.4f}")
+        else:
+            s = stages[key[1]].settings
+            record = json.loads(stages[key[1]].outputs[0].read_text(encoding="utf-8"))
+            figures.psq_grid(stem, [(e["psq"], e[record["measure"]]) for e in record["evaluated"]], record["psq"],
+                             record["measure"], f"{s['run']} ({s['field']} queries): {record['measure']} of the PSQ "
+                             f"settings on {record['split']} (coordinate search); chosen {record['value']:.4f}")
+
+
+@stage_kind("report", version=4)
 def report_stage(stage: Stage, ctx) -> dict:
-    """Write ``report.md``, ``report.csv`` and ``report.json`` (see the module docstring)."""
+    """Write ``report.md``, ``report.tex``, ``report.csv``, ``report.json`` and the figures (module docstring)."""
     import csv
     import io
 
@@ -168,7 +268,7 @@ def report_stage(stage: Stage, ctx) -> dict:
     base = config.run_dir
     records = _records(config, stage.deps)
     run_stages = [ctx.plan_stages[name] for name in stage.deps if ctx.plan_stages[name].run]
-    scores = score_runs(config, run_stages)
+    scores, per_split = score_runs(config, run_stages)
     measures = list(config.measures)
     c = config.collection
 
@@ -190,58 +290,59 @@ def report_stage(stage: Stage, ctx) -> dict:
                     "peak_rss_mb": r["peak_rss_mb"]}
                    for name, r in records.items() if r]
 
-    md = [f"# Experiment {config.name}", "",
-          (f"Collection `{c.name}` ({c.path}): {c.lang} queries, {c.doc_lang} documents. "
-           f"Config `{config.source}`; parameters tuned on the `{config.tune_split}` split. "
-           f"Runs in this folder; `report.json` lists every file behind the numbers."), "",
-          (f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
-           f"(two-sided paired randomization test, {PERMUTATIONS} permutations), by `{MARKER}{HOLM_MARKER}` when "
-           f"they still do after Holm's adjustment over the runs of the table's split and field tested on the "
-           f"same measure (`p_holm` in `report.csv`). The share of the ceiling divides "
-           f"by the monolingual ceiling (BM25 with the English mate's title) of the same split."), ""]
+    tables = result_tables(config, run_stages, scores)
+    fusions = fusion_table(f"Table {len(tables) + 1}", scores, measures[0])
+    tables += [fusions] if fusions else []
+    about = (f"Collection `{c.name}` (`{shown(c.path, config.root)}`): {c.lang} queries, {c.doc_lang} documents. "
+             f"Config `{shown(config.source, config.root)}`; parameters tuned on the `{config.tune_split}` split. "
+             f"Paths are relative to the experiment root; `report.json` lists every file behind the numbers.")
+    legend = (f"Values followed by `{MARKER}` differ from the baseline run (`{config.baseline}`) at p < {ALPHA} "
+              f"(two-sided paired randomization test over the topics with qrels, {PERMUTATIONS} permutations), by "
+              f"`{MARKER}{HOLM_MARKER}` when they still do after Holm's adjustment over the runs of the table's "
+              f"split and field tested on the same measure (`p_holm` in `report.csv`). W/T/L: the topics where "
+              f"the run's {measures[0]} is above, within {TIE:g} of (a tie), below the baseline's. The share of "
+              f"the ceiling divides {measures[0]} by the monolingual ceiling's (BM25 with the English mate's "
+              f"title) of the same split.")
+    md = [f"# Experiment {config.name}", "", about, "", legend, ""]
     for split in config.splits:
         if not c.qrels(split).is_file():
-            md += [f"## Split `{split}`", "", f"No qrels ({c.qrels(split)} absent): runs written, not scored.", ""]
-            continue
-        for fld in config.fields:
-            for title, (methods, required) in TABLES.items():
-                shown = [s.run for s in run_stages
-                         if s.run["split"] == split and s.run["field"] == fld and s.run["method"] in methods]
-                if not any(run["method"] in required for run in shown):
-                    continue
-                names = [run["name"] for run in shown]
-                rows = ["floor", *dict.fromkeys(names), "ceiling"]
-                md += [f"## {title}: `{split}`, {fld} queries", ""]
-                md += _table(scores, split, fld, rows, measures, config.baseline) + [""]
-    md += _fusion_table(scores, config.splits, config.fields, measures[0])
-    curves = [s for s in ctx.plan_stages.values() if s.kind == "fusion-tune" and s.name in stage.deps]
-    if curves:
-        md += ["## Kappa curves (fusion weight tuned on the tune split)", ""]
-        for s in curves:
-            metrics = records[s.name]["metrics"]
-            md += [f"`{s.name}`: {metrics['method']}, kappa = {metrics['kappa']:g} ({_rel(s.outputs[0], base)})", "",
-                   f"![{s.name}]({_rel(s.outputs[1], base)})", ""]
-    if translations:
-        md += ["## Translation outputs", "", "| output | file | sentences | BLEU | s/sentence median | p90 |",
-               "|---|---|---|---|---|---|"]
-        md += [f"| {t['output']} | `{t['file']}` | {t['sentences']} | {t['bleu']:.2f} | "
-               f"{t['seconds_per_sentence_median']:.4f} | {t['seconds_per_sentence_p90']:.4f} |" for t in translations]
-        md.append("")
-    md += ["## Query latency", "", "| run | split | field | queries | median s | p90 s |", "|---|---|---|---|---|---|"]
-    md += [f"| {r['run']} | {r['split']} | {r['field']} | {r['queries']} | {r['latency_median_seconds'] or 0:.4f} | "
-           f"{r['latency_p90_seconds'] or 0:.4f} |" for r in runs_json]
-    md += ["", "## Stages", "", "| stage | wall s | CPU s | peak memory MB |", "|---|---|---|---|"]
-    md += [f"| {s['stage']} | {s['wall_seconds']:.1f} | "
-           f"{'-' if s['cpu_seconds'] is None else format(s['cpu_seconds'], '.1f')} | {s['peak_rss_mb']:.0f} |"
-           for s in stages_json]
-    md.append("")
+            md += [f"## Split `{split}`", "", f"No qrels (`{shown(c.qrels(split), config.root)}` absent): runs "
+                   f"written, not scored.", ""]
+    md += ["## Results", ""] + [line for table in tables for line in markdown(table)]
 
-    md_path, csv_path, json_path = stage.outputs
+    stems = _figure_stems(config, [ctx.plan_stages[name] for name in stage.deps]) if stage.settings["figures"] else {}
+    if stems:
+        run_files = {(s.run["split"], s.run["field"], s.run["name"]): s.outputs[0] for s in run_stages}
+        run_files |= {(split, fld, "ceiling"): path for (split, _, run), path in list(run_files.items())
+                      if run == "ceiling" for fld in config.fields}
+        draw_figures(config, stems, scores, per_split, run_stages, run_files, ctx.plan_stages)
+        md += ["## Figures", "", "Each as PNG (shown) and PDF beside it, in `figures/`.", ""]
+        md += [f"![{stem.name}]({_rel(figures.paths(stem)[0], base)})" for stem in stems.values()]
+        md.append("")
+    if translations:
+        md += markdown(Table("Translation outputs", "BLEU and seconds per sentence", "output",
+                             ("file", "sentences", "BLEU", "s/sentence median", "p90"),
+                             tuple(tuple(map(Cell, (t["output"], f"`{t['file']}`", str(t["sentences"]),
+                                                    f"{t['bleu']:.2f}", f"{t['seconds_per_sentence_median']:.4f}",
+                                                    f"{t['seconds_per_sentence_p90']:.4f}"))) for t in translations)))
+    md += markdown(Table("Query latency", "seconds per query", "run",
+                         ("split", "field", "queries", "median s", "p90 s"),
+                         tuple(tuple(map(Cell, (r["run"], r["split"], r["field"], str(r["queries"]),
+                                                f"{r['latency_median_seconds'] or 0:.4f}",
+                                                f"{r['latency_p90_seconds'] or 0:.4f}"))) for r in runs_json)))
+    md += markdown(Table("Stages", "wall and CPU seconds, peak memory", "stage", ("wall s", "CPU s", "peak memory MB"),
+                         tuple(tuple(map(Cell, (s["stage"], f"{s['wall_seconds']:.1f}",
+                                                "-" if s["cpu_seconds"] is None else f"{s['cpu_seconds']:.1f}",
+                                                f"{s['peak_rss_mb']:.0f}"))) for s in stages_json)))
+
+    md_path, csv_path, json_path, tex_path = stage.outputs[:4]
     with atomic_open(md_path) as handle:
         handle.write("\n".join(md))
+    with atomic_open(tex_path) as handle:
+        handle.write(latex_document(tables, f"Experiment {config.name}. {about} {legend}"))
     buffer = io.StringIO()
     columns = ["split", "field", "run", "method", "measure", "value", "p_value", "p_holm", "share_of_ceiling",
-               "p_vs_inputs"]
+               "p_vs_inputs", "topics", "wins", "ties", "losses"]
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({**r, "p_vs_inputs": ";".join(f"{k}:{v}" for k, v in (r["p_vs_inputs"] or {}).items())}
@@ -256,4 +357,4 @@ def report_stage(stage: Stage, ctx) -> dict:
     with atomic_open(json_path) as handle:
         json.dump(report, handle, indent=1)
         handle.write("\n")
-    return {"scores": len(scores)}
+    return {"scores": len(scores), "tables": len(tables), "figures": len(stems)}

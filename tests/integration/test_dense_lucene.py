@@ -75,7 +75,7 @@ def test_experiment_dense_run_is_reported_and_cached(tmp_path):
             sidecar = json.loads((config.run_dir / f"{split}.{fld}.dense.json").read_text())
             assert sidecar["signature"].startswith(f"dense|hits:1000|model:{dense.model_id()}|")
             assert sidecar["queries"] > 0
-    assert "## Dense retrieval baseline (multilingual-e5-small): `dev`, title queries" in (
+    assert ": dense retrieval baseline (multilingual-e5-small): split `dev`" in (
         config.run_dir / "report.md").read_text()
     again = run_experiment(config, progress=False)
     assert {o.status for o in again} == {"up to date"}

@@ -121,7 +121,8 @@ def test_demo_writes_runs_report_and_records(demo):
     config, outcomes = demo
     assert all(o.status == "ran" for o in outcomes)
     run_dir = config.run_dir
-    for name in ("report.md", "report.csv", "report.json"):
+    for name in ("report.md", "report.tex", "report.csv", "report.json", "figures/dev.recall.png",
+                 "figures/dev.title.differences.pdf"):
         assert (run_dir / name).stat().st_size > 0
     report = json.loads((run_dir / "report.json").read_text())
     run_names = {r["run"] for r in report["runs"]}
@@ -184,7 +185,7 @@ def test_report_tests_each_fusion_against_its_inputs(demo):
         per_query[name] = values[values["qid"] != ALL].sort_values("qid")["value"].to_numpy()
     for other in ("dt", "psq"):
         assert row["p_vs_inputs"][other] == pytest.approx(randomization_test(per_query["dt+psq"], per_query[other]))
-    assert "## Fusions against their inputs (MAP)" in (config.run_dir / "report.md").read_text()
+    assert ": fusions against their inputs (MAP)" in (config.run_dir / "report.md").read_text()
 
 
 def test_report_adjusts_the_p_values_against_the_baseline_by_holm(demo):
@@ -301,7 +302,7 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
     report = json.loads((fresh.run_dir / "report.json").read_text())
     boost = [r for r in report["runs"] if r["method"] == "boost"]
     assert boost and all(r["tuned"]["beta"] >= 0 for r in boost)
-    assert "Table 2: boosting" in (fresh.run_dir / "report.md").read_text()
+    assert ": boosting (Sokolov et al. 2013, Table 2)" in (fresh.run_dir / "report.md").read_text()
 
     # a changed setting reruns only the stages that depend on it
     changed = load_config(small, [f"root={tmp_path / 'resumed'}", "runs.psq.psq=lambda=1:0:0,pL=0.05"])
