@@ -223,8 +223,9 @@ def draw_figures(config, stems, scores, per_split, run_stages, run_files, stages
             _, split, fld = key
             frame = per_split[(split, fld)]
             reference = baseline if (baseline, measure) in frame else "floor"  # no baseline run: no runs configured
-            runs = _best_runs(config, run_stages, scores, split, fld) or [
-                run for run, m in frame.columns if m == measure and run not in (reference, "ceiling")]
+            others = [run for run, m in frame.columns if m == measure and run != reference]
+            # the best runs; without runs besides the floor and ceiling, the ceiling's gain over the floor
+            runs = _best_runs(config, run_stages, scores, split, fld) or [r for r in others if r != "ceiling"] or others
             figures.topic_differences(stem, {
                 run: (frame[(run, measure)] - frame[(reference, measure)],
                       f"{run} - {reference} ({split}, {fld}): W/T/L {win_tie_loss(counts[(split, fld, run)])}")
