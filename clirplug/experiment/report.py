@@ -156,7 +156,26 @@ def _fusion_table(scores, splits, fields, measure) -> list[str]:
     return lines + [""]
 
 
-@stage_kind("report", version=3)
+def _recommended_table(recommended: dict, scores, measures, splits) -> list[str]:
+    """The recommended system of each field (:mod:`clirplug.experiment.systems`) with its scores on each split."""
+    if not recommended:
+        return []
+    value = {(r["split"], r["field"], r["run"], r["measure"]): r["value"] for r in scores}
+    lines = ["## Recommended systems", "",
+             "Per query field, the system with the best MAP on the tune split's cross-fitted runs (ties to the "
+             "cheaper: fewer searchers, then fewer rerankers), as a system file that `clirplug search --system`, "
+             "`clirplug serve --system` and `clirplug.load_system` load (docs/experiments.md, \"System files\").", "",
+             "| field | system | file | tune MAP | split | " + " | ".join(measures) + " |",
+             "|---|---|---|---|---|" + "---|" * len(measures)]
+    for fld, r in recommended.items():
+        for split in splits:
+            if (split, fld, r["run"], measures[0]) in value:
+                lines.append(f"| {fld} | {r['run']} | `{r['file']}` | {r['MAP']:.4f} ({r['split']}) | {split} | "
+                             + " | ".join(f"{value[(split, fld, r['run'], m)]:.4f}" for m in measures) + " |")
+    return lines + [""]
+
+
+@stage_kind("report", version=4)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.csv`` and ``report.json`` (see the module docstring)."""
     import csv
@@ -199,6 +218,8 @@ def report_stage(stage: Stage, ctx) -> dict:
            f"they still do after Holm's adjustment over the runs of the table's split and field tested on the "
            f"same measure (`p_holm` in `report.csv`). The share of the ceiling divides "
            f"by the monolingual ceiling (BM25 with the English mate's title) of the same split."), ""]
+    recommended = (records.get("systems") or {}).get("metrics", {}).get("recommended", {})
+    md[2:2] = _recommended_table(recommended, scores, measures, config.splits)
     for split in config.splits:
         if not c.qrels(split).is_file():
             md += [f"## Split `{split}`", "", f"No qrels ({c.qrels(split)} absent): runs written, not scored.", ""]
@@ -251,7 +272,7 @@ def report_stage(stage: Stage, ctx) -> dict:
     report = {"experiment": config.name, "config": config.source,
               "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang,
                              **({"irds": c.irds} if c.irds else {})},
-              "measures": measures, "baseline": config.baseline, "runs": runs_json, "translations": translations,
+              "measures": measures, "baseline": config.baseline, "recommended": recommended, "runs": runs_json, "translations": translations,
               "stages": stages_json, "scores": scores}
     with atomic_open(json_path) as handle:
         json.dump(report, handle, indent=1)
