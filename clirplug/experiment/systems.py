@@ -7,7 +7,8 @@ runs joined from cross-fitted parts (each part has its own model).
 
 The recommended system of a field has the best MAP on the tune split's runs (cross-fitted: the tune topics
 translated by models that never saw them), among the systems whose tune-split run exists (a fusion's: its inputs'
-tune runs fused with its tuned method and kappa); ties (at the report's 4 decimals) go to the cheaper system:
+tune runs fused with its tuned method and kappa) and that learn nothing from the tune split's qrels (no boosting,
+no BOW-FD, whose tune-split runs score their own training topics); ties (at the report's 4 decimals) go to the cheaper system:
 fewer searchers, then fewer rerankers. It is written as ``recommended.<field>.json``, a system file.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 
 from clirplug.experiment.stages import Stage, run_file, stage_kind
+from clirplug.methods import METHODS
 from clirplug.system_file import relative, root_of, system_path, write_system
 
 MEASURE = "MAP"
@@ -72,14 +74,21 @@ def add_systems_stage(plan) -> str:
 
     Its settings list the run stages given a system (of the reported splits, but the ceiling and joined runs, and
     built on runs given one) and, per field, the runs compared for the recommendation: those of the first reported
-    split with a tune-split run, or fusing runs that have one.
+    split with a tune-split run, or fusing runs that have one, but those built on a method that trains on the tune
+    split (boosting, BOW-FD: their tune-split runs score the topics they learned from).
     """
     c = plan.config
     by_file = {stage.outputs[0]: stage for stage in plan.stages.values() if stage.run}
 
+    def inputs(stage: Stage) -> list[Stage]:
+        return [by_file[path] for path in stage.inputs_from if path in by_file]
+
     def with_system(stage: Stage) -> bool:
         return (stage.run["split"] in c.splits and stage.kind not in ("ceiling", "join")
-                and all(with_system(by_file[path]) for path in stage.inputs_from if path in by_file))
+                and all(map(with_system, inputs(stage))))
+
+    def trained(stage: Stage) -> bool:  # learned from the tune split's qrels: in-sample there
+        return getattr(METHODS.get(stage.kind), "training", None) is not None or any(map(trained, inputs(stage)))
 
     runs = [stage for stage in by_file.values() if with_system(stage)]
     tuned = {(name, fld) for name, split, fld in plan.run_stages if split == c.tune_split}
@@ -87,8 +96,8 @@ def add_systems_stage(plan) -> str:
     if c.collection.qrels(c.tune_split).is_file():
         for fld in c.fields:
             names = [stage.run["name"] for stage in runs if stage.run["split"] == c.splits[0] and stage.run["field"] == fld
-                     and ((stage.run["name"], fld) in tuned or (stage.kind == "fusion" and all(
-                         (by_file[path].run["name"], fld) in tuned for path in stage.inputs_from[1:])))]
+                     and not trained(stage) and ((stage.run["name"], fld) in tuned or (stage.kind == "fusion" and all(
+                         (run.run["name"], fld) in tuned for run in inputs(stage))))]
             if names:
                 compared[fld] = names
     outputs = tuple(system_path(stage.outputs[0]) for stage in runs)
