@@ -104,14 +104,12 @@ def add_systems_stage(plan) -> str:
     outputs += tuple(c.run_dir / f"recommended.{fld}.json" for fld in compared)
     settings = {"measure": MEASURE, "split": c.tune_split, "decimals": DECIMALS, "compared": compared,
                 "runs": [stage.name for stage in runs]}
-    inputs = (c.collection.qrels(c.tune_split),) if compared else ()
-    return plan.add(Stage("systems", "systems", settings, inputs=inputs, deps=tuple(plan.stages), outputs=outputs))
+    qrels = (c.collection.qrels(c.tune_split),) if compared else ()
+    return plan.add(Stage("systems", "systems", settings, inputs=qrels, deps=tuple(plan.stages), outputs=outputs))
 
 
 def _cost(file: str, systems: dict) -> tuple[int, int]:
     """(searchers, rerankers) of the system in ``file`` and of those it is built on."""
-    from clirplug.methods import METHODS
-
     system = systems[file]
     inputs = ([system["first_stage"]] if system["first_stage"] else []) + (system["searchers"] or [])
     costs = [_cost(other, systems) for other in inputs]
@@ -144,9 +142,8 @@ def systems_stage(stage: Stage, ctx) -> dict:
     systems = {system_path(run.outputs[0]).name: _describe(run, ctx) for run in runs}
     for file, system in systems.items():
         write_system(config.run_dir / file, {**system, "root": root_of(config.run_dir / file, config.root)})
-    recommended = {}
+    recommended, qrels = {}, read_qrels(stage.inputs[0]) if stage.inputs else None
     for fld, names in s["compared"].items():
-        qrels = read_qrels(stage.inputs[0])
         files = {name: system_path(run_file(config, config.splits[0], fld, name)).name for name in names}
         values = {name: _tune_value(config, fld, systems[files[name]], systems, qrels) for name in names}
         best = min(names, key=lambda name: (-round(values[name], DECIMALS), *_cost(files[name], systems), name))
