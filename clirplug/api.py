@@ -80,7 +80,7 @@ def _bm25(bm25, k1: float | None, b: float | None):
     if isinstance(bm25, Mapping):
         bm25 = Bm25Run.from_values(bm25, lambda key: f"bm25.{key}")
     if not isinstance(bm25, Bm25Run):
-        raise ClirplugError(f"bm25 must be a Bm25Run, got {bm25!r}")
+        raise ClirplugError(f"bm25 must be a Bm25Run or a mapping of its fields, got {bm25!r}")
     if k1 is not None or b is not None:
         raise ClirplugError("give BM25's parameters as bm25=Bm25Run(...) or as k1= and b=, not both")
     return bm25
