@@ -37,6 +37,7 @@ __all__ = [
     "Searcher",
     "TranslationModel",
     "__version__",
+    "load_system",
     "searcher",
 ]
 
@@ -44,7 +45,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DenseSearcher", "DtMiraSearcher", "DtSearcher",
                      "FusionSearcher", "Hit", "LuceneSearcher", "PsqSearcher", "Searcher", "TranslationModel",
-                     "searcher"], "clirplug.api"),
+                     "load_system", "searcher"], "clirplug.api"),
     "Bm25Run": "clirplug.methods",
     "BowfdConfig": "clirplug.rerank.config",
     "PsqSettings": "clirplug.qt.psq_tables",

@@ -71,14 +71,16 @@ def _at_least_one(value, name: str) -> int:
 
 
 def _bm25(bm25, k1: float | None, b: float | None):
-    """The searcher's BM25 settings: ``bm25`` (a :class:`~clirplug.methods.Bm25Run`), or Pyserini's ``k1=``
-    and ``b=`` made into one (Anserini's defaults for those not given), checked there."""
+    """The searcher's BM25 settings: ``bm25`` (a :class:`~clirplug.methods.Bm25Run`, or a mapping of its fields),
+    or Pyserini's ``k1=`` and ``b=`` made into one (Anserini's defaults for those not given), checked there."""
     from clirplug.methods import Bm25Run
 
     if bm25 is None:
         return Bm25Run.from_values({name: value for name, value in (("k1", k1), ("b", b)) if value is not None})
+    if isinstance(bm25, Mapping):
+        bm25 = Bm25Run.from_values(bm25, lambda key: f"bm25.{key}")
     if not isinstance(bm25, Bm25Run):
-        raise ClirplugError(f"bm25 must be a Bm25Run, got {bm25!r}")
+        raise ClirplugError(f"bm25 must be a Bm25Run or a mapping of its fields, got {bm25!r}")
     if k1 is not None or b is not None:
         raise ClirplugError("give BM25's parameters as bm25=Bm25Run(...) or as k1= and b=, not both")
     return bm25
@@ -189,6 +191,54 @@ def compose(method: str, options: Mapping[str, Mapping] | None = None, name_of: 
     return built[method]
 
 
+class System(NamedTuple):
+    """What a system file says of its run besides the searcher (:func:`load_system`)."""
+
+    file: Path
+    name: str
+    method: str
+    field: str
+    tag: str
+    hits: int
+    index: str | None  # the system's index, or that of the first system it is built on with one
+
+
+def load_system(file) -> Searcher:
+    """The searcher of a system file (:mod:`clirplug.system_file`), built by :func:`searcher` with the searchers of
+    the system files it is built on (each file and each translation model loaded once); its ``system`` is the
+    file's :class:`System`. Errors name the file."""
+    return _load_system(Path(file), {})
+
+
+def _load_system(file: Path, loaded: dict) -> Searcher:
+    import json
+
+    from clirplug.system_file import read_system
+
+    if file in loaded:
+        return loaded[file]
+    system = read_system(file)
+    arguments = {**system["options"], **system["files"]}
+    arguments.update({name: system[name] for name in ("index", "corpus") if system[name] is not None})
+    if system["first_stage"] is not None:
+        arguments["first_stage"] = _load_system(system["first_stage"], loaded)
+    if system["searchers"] is not None:
+        arguments["searchers"] = [_load_system(other, loaded) for other in system["searchers"]]
+    try:
+        if system["model"] is not None:
+            key = json.dumps(system["model"], sort_keys=True)
+            if key not in loaded:
+                loaded[key] = TranslationModel(**system["model"])
+            arguments["model"] = loaded[key]
+        built = searcher(system["method"], **arguments)
+    except ClirplugError as error:
+        raise ClirplugError(f"{file}: {error}") from None
+    index = system["index"] or next((s.system.index for s in built.inputs() if s.system.index), None)
+    built.system = System(file, *(system[key] for key in System._fields[1:-1]), index)
+    loaded[file] = built
+    return built
+
+
 class Searcher:
     """Base of the searchers: :meth:`search` and :meth:`batch_search` over the method's :meth:`run`.
 
@@ -199,6 +249,7 @@ class Searcher:
     _spec: dict
     model: TranslationModel | None = None  # the translation model of a method that translates the query
     derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
+    system: System | None = None  # the system file it was loaded from (load_system)
 
     def inputs(self) -> list[Searcher]:
         """The searchers this one is built on (a first stage, the searchers it fuses)."""
@@ -266,8 +317,9 @@ class LuceneSearcher(Searcher):
     index : path
     k1, b : float, optional
         BM25 parameters, as Pyserini takes them (Anserini's by default).
-    bm25 : Bm25Run, optional
-        The same as one settings object (``clirplug.Bm25Run(k1=1.2, b=0.75)``), instead of ``k1`` and ``b``.
+    bm25 : Bm25Run or mapping, optional
+        The same as one settings object (``clirplug.Bm25Run(k1=1.2, b=0.75)``, or ``{"k1": 1.2, "b": 0.75}``),
+        instead of ``k1`` and ``b``.
     """
 
     def __init__(self, index, k1: float | None = None, b: float | None = None, *, bm25=None):
@@ -379,8 +431,8 @@ class PsqSearcher(Searcher):
     index : path
     model : path or TranslationModel, optional
         Model folder whose tables (and grammar, and decoder) make the queries' distributions.
-    settings : PsqSettings, optional
-        The ``--psq`` options (``PsqSettings.parse("pL=0.01,pC=0.95")``; ``docs/psq.md``).
+    settings : PsqSettings or str, optional
+        The ``--psq`` options (``PsqSettings.parse("pL=0.01,pC=0.95")``, or that string; ``docs/psq.md``).
     table : path, optional
         A PSQ table file used instead of ``model``.
     field : {"title", "desc", "narr"}
@@ -400,6 +452,7 @@ class PsqSearcher(Searcher):
             raise ClirplugError("PsqSearcher needs exactly one of a model and a table")
         self.bm25 = _bm25(bm25, k1, b)
         self.model = None if model is None else _model(model)
+        settings = PsqSettings.parse(settings) if isinstance(settings, str) else settings
         self.settings = PsqSettings() if settings is None else settings
         if self.model is not None:
             src_lang = src_lang or self.model.src_lang
@@ -514,8 +567,9 @@ class BowfdSearcher(Reranker):
     model : path or TranslationModel
     first_stage : Searcher, optional
         Where the candidates come from (without it, only :meth:`rerank` works).
-    settings : BowfdConfig, optional
-        BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's).
+    settings : BowfdConfig or mapping, optional
+        BM25 of the IR features, beam, sentence depth and the query ``field`` (defaults: the paper's), or a mapping
+        of those.
     weights : path or BowfdWeights, optional
         Weights from ``clirplug train bowfd``, or them loaded (default: the model's decoder weights and ``v``
         on every term).
@@ -535,6 +589,7 @@ class BowfdSearcher(Reranker):
         from clirplug.rerank.config import BowfdConfig
 
         self.model, self.first_stage = _model(model), _first_stage(first_stage)
+        settings = BowfdConfig.from_mapping(settings, "settings") if isinstance(settings, Mapping) else settings
         self.settings = BowfdConfig() if settings is None else settings
         self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
         self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "settings": self.settings,
@@ -662,14 +717,17 @@ class TranslationModel:
         The language of the queries (tokenization, sentence splitting).
     cache : bool
         Read and write the folder's translation cache (``folder/cache/``).
+    weights : path, optional
+        Decoder weights replacing the folder's ``weights.<kind>`` (e.g. tuned on queries: ``clirplug train weights
+        --queries``).
     """
 
-    def __init__(self, folder, kind: str = "hiero", src_lang: str = "de", cache: bool = True):
+    def __init__(self, folder, kind: str = "hiero", src_lang: str = "de", cache: bool = True, weights=None):
         from clirplug.mt.translator import Translator
 
         self.folder = Path(folder)
-        self.translator = Translator(folder, kind=kind, src_lang=src_lang, cache=cache)
-        self._spec = {"folder": folder, "kind": kind, "src_lang": src_lang, "cache": cache}
+        self.translator = Translator(folder, kind=kind, src_lang=src_lang, cache=cache, weights=weights)
+        self._spec = {"folder": folder, "kind": kind, "src_lang": src_lang, "cache": cache, "weights": weights}
         self._indexes: dict = {}
 
     @property

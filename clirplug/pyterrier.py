@@ -1,7 +1,8 @@
 """PyTerrier transformers of the clirplug searchers (``pip install clirplug[pyterrier]``).
 
-``ClirplugTransformer(searcher)`` wraps any :class:`clirplug.api.Searcher`, and :func:`transformer` builds
-one by method name through the registry (:func:`clirplug.api.searcher`), for every method. Given queries
+``ClirplugTransformer(searcher)`` wraps any :class:`clirplug.api.Searcher`, :func:`transformer` builds
+one by method name through the registry (:func:`clirplug.api.searcher`), for every method, and :func:`from_system`
+one from a system file (an experiment's system: :func:`clirplug.api.load_system`). Given queries
 (``qid, query``) it retrieves; given results (``qid, query, docno, score``, e.g. from an earlier stage), a
 reranker (BOW-FD, boosting) rescores their top ``depth`` documents, so pipelines compose as in PyTerrier::
 
@@ -17,7 +18,7 @@ PyTerrier, so clirplug works without it.
 
 import pyterrier as pt
 
-from clirplug.api import Reranker, Searcher, searcher
+from clirplug.api import Reranker, Searcher, load_system, searcher
 
 
 class ClirplugTransformer(pt.Transformer):
@@ -53,3 +54,10 @@ def transformer(method: str, /, k: int = 1000, **arguments) -> ClirplugTransform
     """The transformer, ``k`` documents per query, of ``method``'s searcher built by :func:`clirplug.api.searcher`
     with ``arguments`` (``transformer("dense", index=..., corpus=..., threads=2)``: the searcher's own threads)."""
     return ClirplugTransformer(searcher(method, **arguments), k)
+
+
+def from_system(file, k: int | None = None, threads: int = 1) -> ClirplugTransformer:
+    """The transformer of a system file's searcher (:func:`clirplug.api.load_system`), ``k`` documents per query
+    (default: the system's hits)."""
+    system = load_system(file)
+    return ClirplugTransformer(system, system.system.hits if k is None else k, threads)

@@ -39,11 +39,16 @@ def add_arguments(parser):
                              "document embeddings beside it, in DIR.dense/)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
     add_topic_lang(parser)
-    parser.add_argument("--field", default="title", choices=FIELDS,
-                        help="topic field used as the query (default: title; a TSV topic's text is both title and desc)")
+    parser.add_argument("--field", default=None, choices=FIELDS,
+                        help="topic field used as the query (default: title, a --system's own; a TSV topic's text is "
+                             "both title and desc)")
     add_output(parser, "TREC run file to write (- for standard output)", stdout=True)
     parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
-    parser.add_argument("--hits", type=int, default=1000, help="documents per query (default: 1000)")
+    parser.add_argument("--system", metavar="FILE",
+                        help="a system file (an experiment's <run>.system.json or recommended.<field>.json): its "
+                             "method, resources and settings instead of the options below, its run tag and hits by "
+                             "default (docs/experiments.md)")
+    parser.add_argument("--hits", type=int, default=None, help="documents per query (default: 1000, a --system's own)")
     add_settings(parser, Bm25Run)
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -139,6 +144,20 @@ def _dense(args, topics):
                      threads=args.threads, progress=not args.quiet)
 
 
+def _system(args):
+    """The searcher of ``--system`` (:func:`clirplug.api.load_system`), which sets ``--field``, ``--hits`` and
+    ``--run-tag`` unless given; a system for other queries than ``--field`` is an error."""
+    from clirplug.api import load_system
+    from clirplug.errors import ClirplugError
+
+    searcher = load_system(args.system)
+    system = searcher.system
+    if args.field not in (None, system.field):
+        raise ClirplugError(f"{args.system}: field: the system reads {system.field} queries, not --field {args.field}")
+    args.field, args.hits, args.run_tag = system.field, args.hits or system.hits, args.run_tag or system.tag
+    return searcher
+
+
 RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": _boost, "dense": _dense}
 
 
@@ -146,21 +165,28 @@ def run(args):
     from clirplug.cli import check_threads
     from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
-    from clirplug.io.topics import read_topics, require_field
+    from clirplug.io.topics import read_topics, require_field, topic_field
     from clirplug.lucene.index import check_index
     from clirplug.methods import Bm25Run, DenseRun
 
-    if args.hits < 1:
+    if args.hits is not None and args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
     check_threads(args.threads)
     settings_from_args(Bm25Run, args)
     settings_from_args(DenseRun, args)
-    if args.method in NEEDS_INDEX:
-        if not args.index:
-            raise ClirplugError(f"--method {args.method} needs --index")
-        check_index(args.index)
+    searcher = _system(args) if args.system else None
+    if searcher is None:
+        args.field, args.hits = args.field or "title", args.hits or 1000
+        if args.method in NEEDS_INDEX:
+            if not args.index:
+                raise ClirplugError(f"--method {args.method} needs --index")
+            check_index(args.index)
     topics = read_topics(args.topics, lang=args.topic_lang)
     require_field(topics, args.field, args.topics)
-    frame = RUNNERS[args.method](args, topics)
+    if searcher is None:
+        frame = RUNNERS[args.method](args, topics)
+    else:
+        frame = searcher.batch_search([topic_field(t, args.field) for t in topics], [t.id for t in topics],
+                                      k=args.hits, progress=not args.quiet)
     write_run_file(frame, args, depth=args.hits,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

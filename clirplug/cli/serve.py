@@ -21,7 +21,11 @@ def add_arguments(parser):
     parser.epilog = method_list("methods (--method)", {name: method.help for name, method in METHODS.items()}) + (
         "\nGET /search?q=TEXT&k=10 answers one query, POST /search a batch "
         '{"queries": [{"qid": ..., "query": ...}], "k": 10};\nsee docs/cli.md.\n')
-    parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index built by 'clirplug index'")
+    parser.add_argument("--index", metavar="DIR", help="Lucene index built by 'clirplug index' (required without --system)")
+    parser.add_argument("--system", action="append", metavar="FILE",
+                        help="serve a system file (an experiment's <run>.system.json or recommended.<field>.json) "
+                             "instead of --method and its options; repeated: several systems, a search names one by "
+                             "its run tag, system=TAG (the first by default)")
     parser.add_argument("--method", default="bm25", choices=list(METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one)")
@@ -109,6 +113,19 @@ def service(args, options: dict):
                          src_lang=args.src_lang, name_of=lambda need: FLAGS.get(need, need))
 
 
+def systems(files) -> list:
+    """The :class:`~clirplug.serve.service.SearchService` of each system file, each name once."""
+    from clirplug.errors import ClirplugError
+    from clirplug.serve.service import SearchService
+
+    services = []
+    for file in files:
+        services.append(SearchService.from_system(file))
+        if [s.method for s in services].count(services[-1].method) > 1:
+            raise ClirplugError(f"{file}: tag: a system tagged {services[-1].method!r} is served already")
+    return services
+
+
 def run(args):
     from clirplug.errors import ClirplugError
     from clirplug.lucene.index import check_index
@@ -118,11 +135,15 @@ def run(args):
 
     if not 0 <= args.port <= 65535:
         raise ClirplugError(f"--port must be from 0 to 65535, got {args.port}")
-    options = searcher_options(args)
-    check_index(args.index)
+    if not args.system:
+        if not args.index:
+            raise ClirplugError("clirplug serve needs --index DIR (or --system FILE)")
+        options = searcher_options(args)
+        check_index(args.index)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once
-    searching = service(args, options)
+    searching = systems(args.system) if args.system else [service(args, options)]
     host, port = sock.getsockname()[:2]
-    print(f"clirplug serve: {args.method} on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
-    serve(create_app(searching), sock)
+    print(f"clirplug serve: {', '.join(s.method for s in searching)} on http://{host}:{port}/ (Ctrl-C stops)",
+          flush=True)
+    serve(create_app(*searching), sock)
     print("clirplug serve: stopped")

@@ -257,6 +257,25 @@ def draw_figures(config, stems, scores, per_split, run_stages, run_files, stages
                              f"settings on {record['split']} (coordinate search); chosen {record['value']:.4f}")
 
 
+def _recommended_table(recommended: dict, scores, measures, splits) -> list[str]:
+    """The recommended system of each field (:mod:`clirplug.experiment.systems`) with its scores on each split."""
+    if not recommended:
+        return []
+    value = {(r["split"], r["field"], r["run"], r["measure"]): r["value"] for r in scores}
+    lines = ["## Recommended systems", "",
+             "Per query field, the system with the best MAP on the tune split's cross-fitted runs (ties to the "
+             "cheaper: fewer searchers, then fewer rerankers), as a system file that `clirplug search --system`, "
+             "`clirplug serve --system` and `clirplug.load_system` load (docs/experiments.md, \"System files\").", "",
+             "| field | system | file | tune MAP | split | " + " | ".join(measures) + " |",
+             "|---|---|---|---|---|" + "---|" * len(measures)]
+    for fld, r in recommended.items():
+        for split in splits:
+            if (split, fld, r["run"], measures[0]) in value:
+                lines.append(f"| {fld} | {r['run']} | `{r['file']}` | {r['MAP']:.4f} ({r['split']}) | {split} | "
+                             + " | ".join(f"{value[(split, fld, r['run'], m)]:.4f}" for m in measures) + " |")
+    return lines + [""]
+
+
 @stage_kind("report", version=4)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.tex``, ``report.csv``, ``report.json`` and the figures (module docstring)."""
@@ -305,6 +324,8 @@ def report_stage(stage: Stage, ctx) -> dict:
               f"the ceiling divides {measures[0]} by the monolingual ceiling's (BM25 with the English mate's "
               f"title) of the same split.")
     md = [f"# Experiment {config.name}", "", about, "", legend, ""]
+    recommended = (records.get("systems") or {}).get("metrics", {}).get("recommended", {})
+    md[2:2] = _recommended_table(recommended, scores, measures, config.splits)
     for split in config.splits:
         if not c.qrels(split).is_file():
             md += [f"## Split `{split}`", "", f"No qrels (`{shown(c.qrels(split), config.root)}` absent): runs "
@@ -353,7 +374,7 @@ def report_stage(stage: Stage, ctx) -> dict:
     report = {"experiment": config.name, "config": config.source,
               "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang,
                              **({"irds": c.irds} if c.irds else {})},
-              "measures": measures, "baseline": config.baseline, "runs": runs_json, "translations": translations,
+              "measures": measures, "baseline": config.baseline, "recommended": recommended, "runs": runs_json, "translations": translations,
               "stages": stages_json, "scores": scores}
     with atomic_open(json_path) as handle:
         json.dump(report, handle, indent=1)

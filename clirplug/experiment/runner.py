@@ -129,6 +129,7 @@ def _start_worker(config, workers: ExecutorSettings, progress: bool, plan_stages
     """Give a stage worker process its own context (loaded models and searchers stay per process)."""
     global _WORKER_CONTEXT
     import clirplug.experiment.report  # noqa: F401 - registers the report's stage kind in this process
+    import clirplug.experiment.systems  # noqa: F401 - and the systems'
 
     _WORKER_CONTEXT = Context(config, workers, progress, plan_stages)
 
@@ -186,9 +187,11 @@ def _run_stages(config, workers, dry_run, force, progress, log) -> list[Outcome]
     """The body of :func:`run_experiment`."""
     from clirplug.experiment.config import prepare_collection
     from clirplug.experiment.report import add_report_stage
+    from clirplug.experiment.systems import add_systems_stage
 
     prepare_collection(config, progress)
     plan = build_plan(config)
+    add_systems_stage(plan)
     add_report_stage(plan)
     keys, outcomes, todo = {}, {}, []
     stages = ordered(plan.stages)

@@ -5,7 +5,10 @@ Routes:
 * ``GET /``: the search page (``static/index.html``);
 * ``GET /search?q=TEXT&k=10``: one query's answer (:meth:`SearchService.search`);
 * ``POST /search`` with ``{"queries": [{"qid": ..., "query": ...}, ...], "k": 10}``: ``{"results": [...]}``;
-* ``GET /info``: the method served.
+* ``GET /info``: the method served (with several systems, their names too).
+
+Served several systems (``clirplug serve --system A --system B``), a search names one by ``system=NAME`` (a GET
+parameter, a POST body key); the first answers otherwise.
 
 Requests are answered concurrently, but every call into the service (Lucene through the JVM, the
 decoder and its caches) runs on one worker thread, in arrival order: the searchers are not
@@ -75,15 +78,20 @@ def _batch(body) -> tuple[list[tuple[str, str]], int]:
     return queries, _k(body.get("k", 10))
 
 
-def create_app(service) -> Starlette:
-    """The application answering with ``service`` (a :class:`~clirplug.serve.service.SearchService`)."""
+def create_app(service, *others) -> Starlette:
+    """The application answering with ``service`` (a :class:`~clirplug.serve.service.SearchService`), or with one of
+    ``others`` named by a request's ``system`` (their ``method``)."""
     from clirplug.lucene import detach_thread
 
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clirplug-search")
+    services = {served.method: served for served in (service, *others)}
 
-    async def answer(queries, k):
+    async def answer(queries, k, name=None):
+        if name is not None and (not isinstance(name, str) or name not in services):
+            raise BadRequest(f"unknown system {name!r}: choose one of {', '.join(services)}")
         try:
-            return await asyncio.get_running_loop().run_in_executor(worker, service.search, queries, k)
+            return await asyncio.get_running_loop().run_in_executor(worker, services[name or service.method].search,
+                                                                    queries, k)
         except ClirplugError as error:
             raise BadRequest(str(error)) from error
 
@@ -91,19 +99,19 @@ def create_app(service) -> Starlette:
         return FileResponse(PAGE, media_type="text/html")
 
     async def info(request: Request):
-        return JSONResponse({"method": service.method})
+        return JSONResponse({"method": service.method, **({"systems": list(services)} if others else {})})
 
     async def search_get(request: Request):
         params = request.query_params
         query = _query(params.get("q"), "the parameter q")
-        return JSONResponse((await answer([("q", query)], _k(params.get("k", "10"))))[0])
+        return JSONResponse((await answer([("q", query)], _k(params.get("k", "10")), params.get("system")))[0])
 
     async def search_post(request: Request):
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise BadRequest(f"the body is not JSON: {error}") from None
-        return JSONResponse({"results": await answer(*_batch(body))})
+        return JSONResponse({"results": await answer(*_batch(body), body.get("system"))})
 
     async def bad_request(request: Request, error: BadRequest):
         return JSONResponse({"error": str(error)}, status_code=400)

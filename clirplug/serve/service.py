@@ -54,15 +54,29 @@ class SearchService:
     def __init__(self, method: str, index, options: Mapping[str, Mapping] | None = None, *, model=None,
                  corpus=None, kind: str = "hiero", src_lang: str = "de", name_of: Callable[[str], str] = str):
         from clirplug import api
-        from clirplug.lucene.reader import LuceneIndex
 
         needed = api.needs(method, options)
         for name, value in (("model", model), ("corpus", corpus)):
             if value is not None and name not in needed:
                 raise ClirplugError(f"{method} takes no {name_of(name)}")
-        self.method = method
         model = None if model is None else api.TranslationModel(model, kind=kind, src_lang=src_lang)
-        self.searcher = api.compose(method, options, name_of, index=index, model=model, corpus=corpus)
+        self._keep(method, api.compose(method, options, name_of, index=index, model=model, corpus=corpus), index)
+
+    @classmethod
+    def from_system(cls, file) -> SearchService:
+        """The service of a system file (:func:`clirplug.api.load_system`), named by the system's run tag
+        (``psq+dense.title``), showing the documents of its index."""
+        from clirplug import api
+
+        searcher = api.load_system(file)
+        service = cls.__new__(cls)
+        service._keep(searcher.system.tag, searcher, searcher.system.index)
+        return service
+
+    def _keep(self, method: str, searcher, index) -> None:
+        from clirplug.lucene.reader import LuceneIndex
+
+        self.method, self.searcher = method, searcher
         self.documents = LuceneIndex(index, progress=False)
 
     def translation(self, query: str) -> dict | None:

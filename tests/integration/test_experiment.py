@@ -308,7 +308,7 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
     changed = load_config(small, [f"root={tmp_path / 'resumed'}", "runs.psq.psq=lambda=1:0:0,pL=0.05"])
     outcomes = run_experiment(changed, progress=False)
     ran = {o.stage.name for o in outcomes if o.status == "ran"}
-    assert ran and all(name.startswith(("run.psq.", "tune.psq", "run.psq+", "report")) for name in ran)
+    assert ran and all(name.startswith(("run.psq.", "tune.psq", "run.psq+", "systems", "report")) for name in ran)
     assert {o.stage.name for o in outcomes if o.stage.name.startswith("run.psq.")} <= ran
 
 

@@ -81,7 +81,9 @@ def test_search_and_batch_search_rank_and_check_their_arguments():
                           (lambda: clirplug.LuceneSearcher("index", k1=-1), "k1: BM25 k1 must be a finite number"),
                           (lambda: clirplug.DtSearcher("index", "model", b=2), r"b: BM25 b must lie in \[0, 1\]"),
                           (lambda: clirplug.LuceneSearcher("index", 1.2, bm25=clirplug.Bm25Run()), "not both"),
-                          (lambda: clirplug.PsqSearcher("index", "model", bm25={"k1": 1}), "must be a Bm25Run")]:
+                          (lambda: clirplug.PsqSearcher("index", "model", bm25=(1, 0.5)), "must be a Bm25Run"),
+                          (lambda: clirplug.LuceneSearcher("index", bm25={"k1": -1}), "bm25.k1: BM25 k1 must be"),
+                          (lambda: clirplug.LuceneSearcher("index", bm25={"k": 1}), "bm25.k: unknown setting")]:
         with pytest.raises(ClirplugError, match=message):
             call()
 

@@ -1,0 +1,115 @@
+"""The demo's system files: each one loads again and writes its run, byte for byte; the recommended systems load;
+the service answers from a system file.
+
+The session's ``demo`` fixture ran the experiment; every dev run but the ceiling has a system file beside it
+(docs/experiments.md, "System files").
+"""
+
+import json
+import urllib.parse
+import urllib.request
+
+import pandas as pd
+import pytest
+
+from clirplug.api import load_system
+from clirplug.cli import build_parser, main
+from clirplug.cli.serve import systems
+from clirplug.io.runs import read_run
+from clirplug.io.topics import read_topics, topic_field
+from clirplug.serve.app import create_app, running
+
+pytestmark = pytest.mark.jvm
+
+FIELDS = ("title", "desc")
+RUNS = ("floor", "dt", "dt-queries", "psq", "bowfd", "bowfd+ltr", "bowfd-nolm", "boost", "dt+psq", "dt+boost",
+        "psq+boost", "dense", "dt+dense", "psq+dense", "bowfd+dense")
+
+
+@pytest.fixture(scope="module")
+def config(demo):
+    return demo[0]
+
+
+def _system(config, field: str, name: str):
+    return config.run_dir / f"dev.{field}.{name}.system.json"
+
+
+def test_every_dev_run_but_the_ceiling_has_a_system_file(config):
+    written = {path.name for path in config.run_dir.glob("dev.*.system.json")}
+    assert written == {_system(config, field, name).name for field in FIELDS for name in RUNS}
+    psq = json.loads(_system(config, "title", "psq").read_text(encoding="utf-8"))
+    assert psq["root"] == "../.." and psq["index"] == "indexes/demo" and psq["model"]["folder"] == "models/demo"
+    tuned = json.loads(config.run_dir.joinpath("dev.title.psq.json").read_text(encoding="utf-8"))["tuned"]
+    assert psq["options"]["settings"] == tuned["psq"]
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("name", RUNS)
+def test_search_with_a_system_file_writes_the_experiments_run(config, tmp_path, name, field):
+    """``clirplug search --system`` writes the run file byte for byte (hits, tag, scores), and ``load_system``'s
+    ``batch_search`` ranks as it does."""
+    topics = str(config.collection.topics("dev"))
+    expected = config.run_dir / f"dev.{field}.{name}.trec"
+    assert main(["search", "--system", str(_system(config, field, name)), "--topics", topics,
+                 "--output", str(tmp_path / "run.trec"), "--quiet"]) == 0
+    assert (tmp_path / "run.trec").read_bytes() == expected.read_bytes()
+    searcher = load_system(_system(config, field, name))
+    assert (searcher.system.name, searcher.system.field, searcher.system.tag) == (name, field, f"{name}.{field}")
+    queries = read_topics(topics)
+    frame = searcher.batch_search([topic_field(t, field) for t in queries], [t.id for t in queries], k=1000)
+    columns = ["qid", "docid", "rank", "score"]
+    pd.testing.assert_frame_equal(frame[columns], read_run(expected)[columns], check_dtype=False)
+
+
+def test_a_system_for_title_queries_refuses_desc(config, tmp_path, capsys):
+    assert main(["search", "--system", str(_system(config, "title", "dt")), "--field", "desc", "--topics",
+                 str(config.collection.topics("dev")), "--output", str(tmp_path / "run.trec")]) != 0
+    assert "field: the system reads title queries, not --field desc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_the_recommended_system_is_the_best_on_train_and_the_report_says_so_first(config, field):
+    recommended = json.loads((config.run_dir / f"recommended.{field}.json").read_text(encoding="utf-8"))
+    values = recommended["recommended"]["values"]
+    assert round(values[recommended["name"]], 4) == max(round(value, 4) for value in values.values())
+    # the runs with a train run (those a fusion or BOW-FD uses) and the fusions of them, none trained on train's qrels
+    assert set(values) == {"dt", "psq", "dense", "dt+psq", "dt+dense", "psq+dense"}
+    searcher = load_system(config.run_dir / f"recommended.{field}.json")
+    assert searcher.system.name == recommended["name"]
+    report = (config.run_dir / "report.md").read_text(encoding="utf-8")
+    assert report.split("\n## ")[1].startswith("Recommended systems")
+    assert f"| {field} | {recommended['name']} | `recommended.{field}.json` |" in report
+    assert json.loads((config.run_dir / "report.json").read_text())["recommended"][field]["run"] == recommended["name"]
+
+
+def test_serve_answers_with_the_experiments_tuned_fusion(config):
+    """``clirplug serve --system`` of psq+dense and of dt on a real server on 127.0.0.1: a dev title's top 10 are
+    the experiment run's; ``system=TAG`` picks the second."""
+    files = [str(_system(config, "title", "psq+dense")), str(_system(config, "title", "dt"))]
+    args = build_parser().parse_args(["serve", *sum((["--system", f] for f in files), [])])
+    topic = read_topics(config.collection.topics("dev"))[0]
+    with running(create_app(*systems(args.system))) as url:
+        with urllib.request.urlopen(url + "/info") as response:
+            assert json.loads(response.read()) == {"method": "psq+dense.title", "systems": ["psq+dense.title",
+                                                                                             "dt.title"]}
+        answers = {}
+        for name, query in (("psq+dense", ""), ("dt", "&system=dt.title")):
+            text = urllib.parse.quote(topic.title)
+            with urllib.request.urlopen(f"{url}/search?q={text}&k=10{query}") as response:
+                answers[name] = json.loads(response.read())
+    for name, answer in answers.items():
+        run = read_run(config.run_dir / f"dev.title.{name}.trec")
+        top = run[run["qid"] == topic.id].head(10)
+        assert [(hit["docid"], hit["score"]) for hit in answer["hits"]] == list(zip(top["docid"], top["score"]))
+
+
+def test_a_pyterrier_transformer_from_a_system_file_writes_its_run(config, tmp_path):
+    from clirplug.io.runs import write_run
+    from clirplug.pyterrier import from_system
+
+    topics = read_topics(config.collection.topics("dev"))
+    results = from_system(_system(config, "desc", "bowfd"))(
+        pd.DataFrame({"qid": [t.id for t in topics], "query": [t.desc for t in topics]}))
+    write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.desc")
+    assert (tmp_path / "pt.trec").read_bytes() == (config.run_dir / "dev.desc.bowfd.trec").read_bytes()
