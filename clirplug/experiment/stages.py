@@ -265,7 +265,7 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
     return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
 
 
-@stage_kind("train", version=2)
+@stage_kind("train", version=3)
 def train_stage(stage: Stage, ctx: Context) -> dict:
     """A training step (:mod:`clirplug.train`) with the stage's arguments (the step keeps its own records)."""
     s = stage.settings
@@ -277,7 +277,7 @@ def train_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
-@stage_kind("query-weights", version=2)
+@stage_kind("query-weights", version=3)
 def query_weights_stage(stage: Stage, ctx: Context) -> dict:
     """Decoder weights tuned on parallel queries (:func:`clirplug.train.weights.query_pairs`).
 
