@@ -315,6 +315,30 @@ def test_a_second_split_changes_no_dev_run(tmp_path):
     assert "dev.title.dt.trec" in dev
 
 
+def test_the_grammar_filter_text_holds_the_desc_query_lines(tmp_path):
+    """Query-genre weights decode each desc query's bitext line, which may run past the desc (a desc ending inside
+    its paragraph): the grammar's filter text holds those lines whole, not only the descs."""
+    from clirplug.io.topics import read_topics
+    from clirplug.mt.queries import parallel_queries
+
+    collection = tmp_path / "collection"
+    shutil.copytree(DEMO.parent / "demo", collection)
+    bitext = tuple(collection / f"bitext.train.{what}" for what in ("de", "en", "ids"))
+    topics = read_topics(collection / "topics.train.jsonl")
+    line = parallel_queries(topics[:1], "desc", bitext=bitext)[topics[0].id][0]
+    records = [json.loads(text) for text in (collection / "topics.train.jsonl").read_text(encoding="utf-8").splitlines()]
+    records[0]["desc"] = " ".join(line.split()[:4])  # the desc now ends inside its opening line
+    (collection / "topics.train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                                                   encoding="utf-8")
+    config = load_config(DEMO, [f"collection.path={collection}", f"root={tmp_path}", "models.weights.lines=1"])
+    stage = build_plan(config).stages["source-text"]
+    stage_module.STAGE_KINDS["source-text"][0](stage, None)
+    text = stage.outputs[0].read_text(encoding="utf-8").splitlines()
+    pairs = parallel_queries(read_topics(collection / "topics.train.jsonl"), "desc", bitext=bitext)
+    assert pairs[topics[0].id][0] == line and line not in records[0]["desc"]
+    assert all(any(f in other for other in text) for f, _ in pairs.values())
+
+
 def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
     small = _write(tmp_path, SMALL)
     config = load_config(small, [f"root={tmp_path / 'reference'}"])
