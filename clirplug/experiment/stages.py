@@ -265,7 +265,7 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
     return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
 
 
-@stage_kind("train", version=2)
+@stage_kind("train", version=3)
 def train_stage(stage: Stage, ctx: Context) -> dict:
     """A training step (:mod:`clirplug.train`) with the stage's arguments (the step keeps its own records)."""
     s = stage.settings
@@ -277,7 +277,7 @@ def train_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
-@stage_kind("query-weights", version=2)
+@stage_kind("query-weights", version=3)
 def query_weights_stage(stage: Stage, ctx: Context) -> dict:
     """Decoder weights tuned on parallel queries (:func:`clirplug.train.weights.query_pairs`).
 
@@ -647,19 +647,26 @@ def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
             "seconds_median": percentile(seconds, 50), "seconds_p90": percentile(seconds, 90)}
 
 
-@stage_kind("source-text")
+@stage_kind("source-text", version=2)
 def source_text_stage(stage: Stage, ctx: Context) -> dict:
-    """Every topic field of the splits and the bitext lines the experiment decodes, a text a line."""
+    """Every topic field of the splits and the bitext lines the experiment decodes, a text a line: the first
+    lines of bitexts, and with ``desc_queries`` the source side of the tune split's parallel desc queries
+    (:func:`clirplug.mt.queries.parallel_queries`; a bitext line, which may run past its desc)."""
     from clirplug.atomic import atomic_open
     from clirplug.io.topics import read_topics, topic_field
+    from clirplug.mt.queries import parallel_queries
 
     s = stage.settings
-    bitexts = stage.inputs[len(stage.inputs) - len(s["lines"]):]
+    inputs = stage.inputs[: len(stage.inputs) - 4] if s.get("desc_queries") else stage.inputs
+    bitexts = inputs[len(inputs) - len(s["lines"]):]
     lines = []
-    for path in stage.inputs[: len(stage.inputs) - len(s["lines"])]:
+    for path in inputs[: len(inputs) - len(s["lines"])]:
         lines += [topic_field(t, fld) for t in read_topics(path) for fld in s["fields"]]
     for path, count in zip(bitexts, s["lines"]):
         lines += path.read_text(encoding="utf-8").splitlines()[:count]
+    if s.get("desc_queries"):
+        topics, *bitext = stage.inputs[len(inputs):]
+        lines += [f for f, _ in parallel_queries(read_topics(topics), "desc", bitext=bitext).values()]
     with atomic_open(stage.outputs[0]) as out:
         out.writelines(" ".join(line.split()) + "\n" for line in lines if line.strip())
     return {"lines": len(lines)}
@@ -840,9 +847,15 @@ class Plan:
         bitexts = [(c.collection.bitext(c.tune_split, c.collection.lang), tune_lines)]
         if c.translations["outputs"]:
             bitexts.append((c.collection.bitext(c.translations["split"], c.collection.lang), c.translations["lines"]))
-        return self.add(Stage("source-text", "source-text",
-                              {"fields": list(c.fields), "lang": c.collection.lang, "lines": [n for _, n in bitexts]},
-                              inputs=topics + tuple(path for path, _ in bitexts),
+        settings = {"fields": list(c.fields), "lang": c.collection.lang, "lines": [n for _, n in bitexts]}
+        inputs = topics + tuple(path for path, _ in bitexts)
+        coll = c.collection
+        if "desc" in c.fields and coll.bitext(c.tune_split, "ids").is_file() \
+                and any(spec.method == "dt" and spec.settings.weights == "queries" for spec in c.runs):
+            settings["desc_queries"] = True  # query-genre weights are tuned on these desc queries' bitext lines
+            inputs += (coll.topics(c.tune_split),) + tuple(coll.bitext(c.tune_split, what)
+                                                           for what in (coll.lang, coll.doc_lang, "ids"))
+        return self.add(Stage("source-text", "source-text", settings, inputs=inputs,
                               outputs=(c.run_dir / "translations" / f"source.{c.collection.lang}",)))
 
     def run_stage(self, run: dict, kind: str, settings: dict, inputs=(), deps=(), inputs_from=()) -> str:

@@ -4,6 +4,7 @@ The tuning pairs are lines of a bitext (:func:`bitext_pairs`) or parallel querie
 with their English mates (:func:`query_pairs`; query-genre tuning, Nikoulina et al. 2012).
 """
 
+import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ SKIPPED = {"title": "no English mate in the corpus", "desc": "no opening line of
 class WeightsSettings(Settings):
     """Options of ``clirplug train weights``."""
 
-    lines: int = option(300, "use the first N non-empty pairs", low=1)
+    lines: int = option(300, "read the first N pairs; tune on those within the word limit", low=1)
     max_words: int = option(40, "skip longer source sentences", low=1)
     nbest: int = option(100, "distinct translations per sentence", low=1)
     iterations: int = option(8, "PRO iterations", low=1)
@@ -60,15 +61,17 @@ def query_pairs(queries: Path, field: str, *, corpus=None, bitext=None, topic_id
 
 
 def tuning_set(pairs, tokenize_src, tokenize_tgt, lines: int, max_words: int):
-    """The first ``lines`` pairs with 1..``max_words`` source tokens, tokenized."""
+    """The pairs among the first ``lines`` with 1..``max_words`` source tokens and a reference, tokenized.
+
+    No pair past the first ``lines`` is read, so a grammar filtered to those lines (the experiment's
+    source text) holds every rule tuning can use, whatever else the filter text holds.
+    """
     sources, references = [], []
-    for f, e in pairs:
+    for f, e in itertools.islice(pairs, lines):
         tokens = tokenize_src(f)
         if 0 < len(tokens) <= max_words and e.strip():
             sources.append(tokens)
             references.append(tokenize_tgt(e))
-            if len(sources) == lines:
-                break
     return sources, references
 
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,68 @@ def test_stages_run_in_parallel_write_the_same_files(tmp_path):
     assert weights and all((two.model_dir / name).read_bytes() == (one.model_dir / name).read_bytes()
                            for name in weights)
     assert {o.status for o in run_experiment(two, jobs=2, progress=False)} == {"up to date"}
+
+
+TWO_SPLITS = """
+collection: {{path: {path}, lang: de, name: demo}}
+folds: 0
+fields: [title]
+models: {{align: {{iterations: 3, model1_iterations: 3}}, lm: {{order: 3, discount_fallback: true}},
+          weights: {{lines: 40, max_words: 10, iterations: 2, nbest: 10}}}}
+translations: {{outputs: []}}
+runs:
+  dt: {{kind: flat}}
+"""
+
+
+def test_a_second_split_changes_no_dev_run(tmp_path):
+    """The dev runs and the decoder weights are the same with and without a test split beside dev.
+
+    The grammar is filtered to the topics of every split (and the tune lines), so a test split adds rules; its
+    titles here are the tune bitext lines after the first 40, which PRO once read when it skipped long lines among
+    those 40, decoding them with whichever of their rules the other splits' text had kept.
+    """
+    collection = tmp_path / "collection"
+    shutil.copytree(DEMO.parent / "demo", collection)
+    lines = (collection / "bitext.train.de").read_text(encoding="utf-8").splitlines()
+    (collection / "topics.test.jsonl").write_text("".join(
+        json.dumps({"id": f"t{k}", "title": line, "desc": line, "lang": "de"}, ensure_ascii=False) + "\n"
+        for k, line in enumerate(lines[40:140])), encoding="utf-8")
+    path = _write(tmp_path, TWO_SPLITS.format(path=collection))
+    configs = [load_config(path, [f"root={tmp_path / name}", f"splits={splits}"])
+               for name, splits in (("dev", "[dev]"), ("both", "[dev, test]"))]
+    for config in configs:
+        run_experiment(config, progress=False)
+    alone, beside = configs
+    assert (beside.run_dir / "test.title.dt.trec").is_file()
+    assert (beside.model_dir / "weights.flat").read_bytes() == (alone.model_dir / "weights.flat").read_bytes()
+    dev = _digests(alone.run_dir)
+    assert dev == {name: digest for name, digest in _digests(beside.run_dir).items() if name.startswith("dev.")}
+    assert "dev.title.dt.trec" in dev
+
+
+def test_the_grammar_filter_text_holds_the_desc_query_lines(tmp_path):
+    """Query-genre weights decode each desc query's bitext line, which may run past the desc (a desc ending inside
+    its paragraph): the grammar's filter text holds those lines whole, not only the descs."""
+    from clirplug.io.topics import read_topics
+    from clirplug.mt.queries import parallel_queries
+
+    collection = tmp_path / "collection"
+    shutil.copytree(DEMO.parent / "demo", collection)
+    bitext = tuple(collection / f"bitext.train.{what}" for what in ("de", "en", "ids"))
+    topics = read_topics(collection / "topics.train.jsonl")
+    line = parallel_queries(topics[:1], "desc", bitext=bitext)[topics[0].id][0]
+    records = [json.loads(text) for text in (collection / "topics.train.jsonl").read_text(encoding="utf-8").splitlines()]
+    records[0]["desc"] = " ".join(line.split()[:4])  # the desc now ends inside its opening line
+    (collection / "topics.train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                                                   encoding="utf-8")
+    config = load_config(DEMO, [f"collection.path={collection}", f"root={tmp_path}", "models.weights.lines=1"])
+    stage = build_plan(config).stages["source-text"]
+    stage_module.STAGE_KINDS["source-text"][0](stage, None)
+    text = stage.outputs[0].read_text(encoding="utf-8").splitlines()
+    pairs = parallel_queries(read_topics(collection / "topics.train.jsonl"), "desc", bitext=bitext)
+    assert pairs[topics[0].id][0] == line and line not in records[0]["desc"]
+    assert all(any(f in other for other in text) for f, _ in pairs.values())
 
 
 def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):

@@ -133,3 +133,14 @@ def test_train_weights_cli_writes_a_tuned_weights_file(tmp_path):
     (tmp_path / "short").write_text("x\n")
     assert main(["train", "weights", "--model", str(model), "--kind", "flat", "--src", str(tmp_path / "short"),
                  "--tgt", str(tmp_path / "tgt")]) == 2
+
+
+def test_tuning_reads_no_pair_past_the_first_lines():
+    """Tuning never reaches past the first ``lines`` pairs, even when it skips some of them: the experiment's
+    grammar is filtered to those lines, and a pair beyond them had only the rules other text happened to share."""
+    from clirplug.train.weights import tuning_set
+
+    pairs = [("a b", "x"), ("", "y"), ("c d e f", "z"), ("g", ""), ("h", "w"), ("i", "v")]
+    assert tuning_set(pairs, str.split, str.split, lines=4, max_words=3) == ([["a", "b"]], [["x"]])
+    assert tuning_set(pairs, str.split, str.split, lines=6, max_words=3) == ([["a", "b"], ["h"], ["i"]],
+                                                                             [["x"], ["w"], ["v"]])
