@@ -43,6 +43,10 @@ def run(args):
 
     prefix = args.curve or f"{args.output}.kappa"
     if args.tune_on:
+        from clirplug import plots
+
+        if not plots.available():
+            raise ClirplugError(f"--tune-on draws the kappa curve ({prefix}.png): {plots.MISSING}")
         if args.curve is None and args.output == STDOUT:
             raise ClirplugError("--tune-on with --output - needs --curve PREFIX (the files of the kappa curve)")
         check_output(prefix, "--curve", suffixes=CURVE_SUFFIXES)

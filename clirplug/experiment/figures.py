@@ -8,7 +8,6 @@ whether it is installed (without it the report has no figures).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -19,17 +18,17 @@ RC = {"figure.dpi": 100, "savefig.dpi": 150, "font.size": 8, "axes.titlesize": 8
 
 
 def available() -> bool:
-    """Whether matplotlib is installed."""
-    return importlib.util.find_spec("matplotlib") is not None
+    """Whether matplotlib (the ``plots`` extra) is installed."""
+    from clirplug import plots
+
+    return plots.available()
 
 
 @functools.cache
 def _pyplot():
-    import matplotlib
+    from clirplug.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     plt.rcdefaults()
     plt.rcParams.update(RC)
     return plt

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clirplug import plots
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.io.runs import run_frame
@@ -553,10 +554,11 @@ def fusion_tune_stage(stage: Stage, ctx: Context) -> dict:
     best = max(range(len(curves)), key=lambda i: (curves[i][s["measure"]].max(), -i))
     fuser, kappa = s["methods"][best], best_kappa(curves[best])
     curve = pd.concat(curves, ignore_index=True)
-    tsv, png, result = stage.outputs
+    tsv, *png, result = stage.outputs  # no PNG without matplotlib (plan_fusion)
     write_curve(curve, tsv)
-    plot_curve(curves[best], png, labels=tuple(s["runs"]),
-               title=f"{s['run']} ({s['field']}): {s['measure']} on {s['split']}, {fuser}, best kappa = {kappa:g}")
+    if png:
+        plot_curve(curves[best], png[0], labels=tuple(s["runs"]),
+                   title=f"{s['run']} ({s['field']}): {s['measure']} on {s['split']}, {fuser}, best kappa = {kappa:g}")
     with atomic_open(result) as handle:
         json.dump({"kappa": kappa, "method": fuser, "measure": s["measure"], "split": s["split"], "runs": s["runs"],
                    "best": float(curves[best][s["measure"]].max()),
@@ -1070,6 +1072,7 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
                             f"(a grid), got {s.fuser!r}")
     for other in s.runs:
         plan.runs_of(other, [c.tune_split, *splits])
+    drawn = plots.available()  # the kappa curve's PNG needs matplotlib (the plots extra)
     for fld in c.fields:
         prefix = f"{c.tune_split}.{fld}.{spec.name}.kappa"
         deps = tuple(plan.run_stages[(other, c.tune_split, fld)] for other in s.runs)
@@ -1077,14 +1080,14 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
                      {"run": spec.name, "field": fld, "split": c.tune_split, "runs": list(s.runs),
                       "methods": fusers, "grid_step": s.grid_step, "measure": s.measure, "hits": c.hits},
                      inputs=(tune_qrels,), deps=deps,
-                     outputs=tuple(c.run_dir / f"{prefix}.{ext}" for ext in ("tsv", "png", "json")),
+                     outputs=tuple(c.run_dir / f"{prefix}.{ext}" for ext in ("tsv", "png", "json") if ext != "png" or drawn),
                      inputs_from=tuple(run_file(c, c.tune_split, fld, other) for other in s.runs))
         plan.add(tune)
         for split in splits:
             deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s.runs))
             plan.run_stage({"name": spec.name, "method": "fusion", "split": split, "field": fld}, "fusion",
                            {"runs": list(s.runs)}, deps=deps,
-                           inputs_from=(tune.outputs[2], *(run_file(c, split, fld, other) for other in s.runs)))
+                           inputs_from=(tune.outputs[-1], *(run_file(c, split, fld, other) for other in s.runs)))
 
 
 def plan_translations(plan: Plan) -> None:

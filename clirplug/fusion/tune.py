@@ -202,12 +202,10 @@ def plot_curve(curve, path, labels=("run 1", "run 2"), title=None):
 
     kappa = 1 is the first run alone, kappa = 0 the second; the best kappa is marked.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from clirplug.atomic import atomic_path
+    from clirplug.plots import pyplot
+
+    plt = pyplot()
 
     measure = curve.columns[1]
     kappa = best_kappa(curve)

