@@ -13,6 +13,8 @@ from clirplug.experiment import figures
 from clirplug.experiment.report import TIE, score_runs
 from clirplug.experiment.tables import escape, latex, latex_document, markdown, result_table
 
+pytestmark = pytest.mark.unit
+
 # per-topic AP of three runs on four topics; dt is the baseline
 AP = {"dt": [0.5, 0.2, 0.0, 0.7], "psq": [0.6, 0.2 + TIE / 2, 0.0, 0.1], "floor": [0.1, 0.1, 0.0, 0.0]}
 # hand-counted against dt: psq wins topic 1, ties topics 2 (within TIE) and 3, loses topic 4;
