@@ -24,7 +24,7 @@ from clirplug.api import Reranker, Searcher, load_system, searcher
 class ClirplugTransformer(pt.Transformer):
     """A :class:`~clirplug.api.Searcher` as a PyTerrier transformer, ``k`` documents per query.
 
-    ``threads`` is :meth:`~clirplug.api.Searcher.batch_search`'s.
+    ``threads`` is :meth:`~clirplug.api.Searcher.batch_search_frame`'s.
     """
 
     def __init__(self, searcher: Searcher, k: int = 1000, threads: int = 1):
@@ -44,7 +44,7 @@ class ClirplugTransformer(pt.Transformer):
         if v.mode == "rerank":
             frame = self.searcher.rerank(texts, qids, inp.assign(qid=inp["qid"].astype(str)), self.k)
         else:
-            frame = self.searcher.batch_search(texts, qids, self.k, self.threads)
+            frame = self.searcher.batch_search_frame(texts, qids, self.k, self.threads)
         frame = frame.rename(columns={"docid": "docno"}).merge(queries.assign(qid=qids), on="qid")
         frame["rank"] = frame["rank"] - 1 + pt.model.FIRST_RANK  # clirplug's ranks count from 1
         return frame[["qid", "query", "docno", "score", "rank", "translation"]]

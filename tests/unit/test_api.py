@@ -66,10 +66,12 @@ def test_the_package_exports_its_api_without_loading_numpy():
 
 
 def test_search_and_batch_search_rank_and_check_their_arguments():
-    frame = Fixed().batch_search(["eins", "zwei"], ["b", "a"], k=2)
+    frame = Fixed().batch_search_frame(["eins", "zwei"], ["b", "a"], k=2)
     assert list(frame.columns) == ["qid", "docid", "rank", "score", "translation"]
     assert frame[["qid", "docid", "rank"]].values.tolist() == [["a", "d0", 1], ["a", "d1", 2], ["b", "d0", 1], ["b", "d1", 2]]
     assert Fixed().search("drei", k=1) == [clirplug.Hit("d0", 3.0, "DREI")]
+    batch = Fixed().batch_search(["eins", "zwei"], ["b", "a"], k=2)  # Pyserini's {qid: hits}, in the order of qids
+    assert list(batch) == ["b", "a"] and batch["a"] == [clirplug.Hit("d0", 3.0, "ZWEI"), clirplug.Hit("d1", 2.0, "ZWEI")]
     for call, message in [(lambda: Fixed().batch_search(["x"], ["a", "b"]), "1 queries but 2 qids"),
                           (lambda: Fixed().batch_search(["x", "y"], ["a", "a"]), "qid 'a' occurs twice"),
                           (lambda: Fixed().batch_search([None], ["a"]), "the query of 'a' is not a string"),
@@ -86,6 +88,77 @@ def test_search_and_batch_search_rank_and_check_their_arguments():
                           (lambda: clirplug.LuceneSearcher("index", bm25={"k": 1}), "bm25.k: unknown setting")]:
         with pytest.raises(ClirplugError, match=message):
             call()
+
+
+class Many(Fixed):
+    """Twenty documents a query, float32 scores (as Lucene's BM25 gives them) stored as float64."""
+
+    def run(self, topics, k=1000, progress=False):
+        import numpy as np
+
+        scores = np.float32([6.02 - i / 10 for i in range(20)]).astype(np.float64).tolist()
+        frame = run_frame((t.id, list(zip([f"d{i}" for i in range(20)], scores))[:k]) for t in topics)
+        return frame.assign(translation=None)
+
+
+def test_the_api_follows_pyserini_s_lucene_searcher():
+    """``search(q, k=10)``, ``batch_search(queries, qids, k=10, threads=1)`` -> {qid: hits}, scores that print as
+    float32's shortest repr (the frame keeps the exact float64), no stored text without an index."""
+    import inspect
+
+    for name, defaults in [("search", {"k": 10}), ("batch_search", {"k": 10, "threads": 1}),
+                           ("batch_search_frame", {"k": 10, "threads": 1})]:
+        parameters = inspect.signature(getattr(Searcher, name)).parameters
+        assert {key: parameters[key].default for key in defaults} == defaults, name
+    hits = Many().search("eins")
+    assert len(hits) == 10 and len(Many().batch_search(["eins"], ["1"])["1"]) == 10
+    assert hits[0].score == 6.02 and repr(hits[0].score) == "6.02" and type(hits[0].score) is float
+    assert str(hits[0]) == "Hit(docid='d0', score=6.02, translation=None)"
+    assert Many().batch_search_frame(["eins"], ["1"])["score"].iloc[0] == 6.019999980926514
+    assert (hits[0].lucene_docid, hits[0].contents, hits[0].raw) == (None, None, None)
+    assert pickle.loads(pickle.dumps(hits[0])) == hits[0]
+    with pytest.raises(ClirplugError, match="Many has no Lucene index to read documents from"):
+        Many().doc("d0")
+
+
+def test_hits_and_doc_read_the_index_s_stored_fields(monkeypatch):
+    """A searcher with an index shows each hit's ``lucene_docid``, ``raw`` and ``contents``, read on first use, and
+    ``doc`` the stored document by id or Lucene number (None if absent); a fusion those of its inputs' index."""
+    import json
+
+    opened = []
+
+    class Stored:
+        docids = pd.Series(["d0", "d1"]).to_numpy()
+
+        def __init__(self, index, progress):
+            opened.append(index)
+
+        def doc_index(self, docid):
+            if docid not in ("d0", "d1"):
+                raise ClirplugError(f"no document with id {docid!r}")
+            return int(docid[1])
+
+        def document_raw(self, docid):
+            return json.dumps({"id": docid, "contents": f"title {docid}\ntext"})
+
+        def document_text(self, docid):
+            return json.loads(self.document_raw(docid))["contents"]
+
+    class Indexed(Fixed):
+        _spec = {"index": "ix"}
+
+    monkeypatch.setattr("clirplug.lucene.reader.LuceneIndex", Stored)
+    searcher = Indexed()
+    hits = searcher.search("eins", k=2)
+    assert opened == []  # nothing read until asked
+    assert [(h.lucene_docid, h.contents) for h in hits] == [(0, "title d0\ntext"), (1, "title d1\ntext")]
+    assert json.loads(hits[1].raw)["id"] == "d1" and opened == ["ix"]
+    document = searcher.doc("d1")
+    assert (document.id(), document.lucene_docid(), document.contents()) == ("d1", 1, "title d1\ntext")
+    assert searcher.doc(0).id() == "d0" and searcher.doc("d9") is None and searcher.doc(5) is None
+    fused = clirplug.FusionSearcher([Fixed(), Indexed()])
+    assert fused.document_index() == "ix" and fused.search("eins", k=1)[0].contents == "title d0\ntext"
 
 
 def test_fusion_takes_any_searcher_and_kappa_weighs_two():
