@@ -368,6 +368,7 @@ class Searcher:
     _spec: dict
     model: TranslationModel | None = None  # the translation model of a method that translates the query
     derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
+    translates_query = False  # whether the translation is the query searched, one per query (DT, DT-MIRA, PSQ)
     system: System | None = None  # the system file it was loaded from (load_system)
 
     def inputs(self) -> list[Searcher]:
@@ -510,6 +511,8 @@ class DtSearcher(Searcher):
         The BM25 parameters as one settings object, instead of ``k1`` and ``b``.
     """
 
+    translates_query = True
+
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.lucene.search import Bm25Searcher
@@ -541,6 +544,8 @@ class DtMiraSearcher(Searcher):
     field, stopwords, k1, b, bm25
         As :class:`DtSearcher`'s (``stopwords``: those the weights were trained with).
     """
+
+    translates_query = True
 
     def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
@@ -599,6 +604,8 @@ class PsqSearcher(Searcher):
     bm25 : Bm25Run, optional
         As :class:`DtSearcher`'s.
     """
+
+    translates_query = True
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):

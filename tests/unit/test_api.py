@@ -298,3 +298,126 @@ def test_a_transformer_is_built_by_method_name(monkeypatch):
     assert isinstance(built, ClirplugTransformer) and built.k == 3 and built.searcher.bm25 == clirplug.Bm25Run(b=0.5)
     with pytest.raises(ClirplugError, match="unknown method 'magic'"):
         transformer("magic")
+
+
+class Translating(Fixed):
+    """A query translator: its translation (the query upper-cased) is the query searched."""
+
+    translates_query = True
+
+
+class Recording(Negate):
+    """Negate, recording the queries it was given."""
+
+    def rescore(self, topics, candidates, k, progress):
+        self.seen = [topic.title for topic in topics]
+        return super().rescore(topics, candidates, k, progress)
+
+
+class Stored:
+    """A LuceneIndex whose documents d0, d1, d2 store ``title dN`` + a text of N + 1 words."""
+
+    docids = pd.Series(["d0", "d1", "d2"]).to_numpy()
+
+    def __init__(self, index, progress=False):
+        pass
+
+    def doc_index(self, docid):
+        if docid not in ("d0", "d1", "d2"):
+            raise ClirplugError(f"no document with id {docid!r}")
+        return int(docid[1])
+
+    def document_raw(self, docid):
+        import json
+
+        return json.dumps({"id": docid, "contents": self.document_text(docid)})
+
+    def document_text(self, docid):
+        self.doc_index(docid)
+        return f"title {docid}\n" + " ".join(["word"] * (int(docid[1]) + 1))
+
+
+def test_a_translating_transformer_rewrites_the_query_as_pyterrier_does():
+    """DT-like stages: ``query`` the translation, ``query_0`` the original (pt.model.push_queries); a clirplug
+    reranker after them reads the source-language query from ``query_0``; the declared outputs are the real ones."""
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer
+
+    queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
+    first = ClirplugTransformer(Translating(), k=3)
+    retrieved = first(queries)
+    assert list(retrieved.columns) == ["qid", "query_0", "query", "docno", "score", "rank"]
+    assert retrieved[["qid", "query", "query_0"]].drop_duplicates().values.tolist() == [["1", "EINS", "eins"],
+                                                                                        ["2", "ZWEI", "zwei"]]
+    assert first.transform_outputs(["qid", "query"]) == list(retrieved.columns)
+    rerank = Recording()
+    second = ClirplugTransformer(rerank)
+    reranked = (first >> second)(queries)
+    assert rerank.seen == ["eins", "zwei"]  # the German query, not the translation
+    assert list(reranked.columns) == ["qid", "query_0", "query", "docno", "score", "rank", "translation"]
+    assert reranked[["qid", "query", "query_0", "docno", "rank"]].values.tolist()[:2] == [
+        ["1", "EINS", "eins", "d1", 0], ["1", "EINS", "eins", "d0", 1]]
+    assert pt.inspect.transformer_outputs(first >> second, ["qid", "query"]) == list(reranked.columns)
+    assert list(first(queries.iloc[:0]).columns) == list(retrieved.columns)  # an empty frame, as inspection sends
+    with pytest.raises(pt.validate.InputValidationError):
+        first.transform_outputs(["qid"])
+
+
+def test_a_text_loader_and_a_pyterrier_scorer_follow_a_clirplug_stage(monkeypatch):
+    """``pt.text.get_text`` of a transformer (its searcher's index) or of LuceneText adds each document's stored text,
+    a pure-Python PyTerrier scorer reranks on it, and pt.Experiment validates the pipeline without a warning."""
+    import logging
+    import warnings
+
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer, LuceneText, text_loader
+
+    class Indexed(Translating):
+        _spec = {"index": "ix"}
+
+    monkeypatch.setattr("clirplug.lucene.reader.LuceneIndex", Stored)
+    queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
+    dt = ClirplugTransformer(Indexed(), k=3)
+    longest = pt.apply.doc_score(lambda row: len(row["text"].split()))
+    pipeline = dt >> pt.text.get_text(dt, "text") >> longest
+    results = pipeline(queries)
+    first = results[results["qid"] == "1"].sort_values("rank")
+    assert first["docno"].tolist() == ["d2", "d1", "d0"] and first["rank"].tolist() == [0, 1, 2]  # by length
+    assert first["text"].iloc[0] == "title d2\nword word word"
+    assert set(results.columns) >= {"qid", "query", "query_0", "docno", "text", "score", "rank"}
+    loaded = pt.text.get_text(LuceneText("ix"), ["text", "raw"])(pd.DataFrame({"qid": ["1"], "docno": ["d9"]}))
+    assert loaded[["text", "raw"]].values.tolist() == [[None, None]]  # not in the index
+    assert text_loader("ix").transform_outputs(["qid", "docno"]) == ["qid", "docno", "text"]
+    with pytest.raises(ClirplugError, match="unknown document field 'title'"):
+        text_loader("ix", "title")
+    qrels = pd.DataFrame({"qid": ["1", "2"], "docno": ["d2", "d0"], "label": [1, 1]})
+    with warnings.catch_warnings(record=True) as caught, _logged(logging.WARNING) as logged:
+        warnings.simplefilter("always")
+        table = pt.Experiment([dt, pipeline, dt >> ClirplugTransformer(Recording())], queries, qrels, ["map"],
+                              names=["dt", "dt+length", "dt+negate"])
+    messages = [str(w.message) for w in caught] + logged
+    assert not [m for m in messages if "validat" in m.lower()], messages
+    assert table["map"].tolist()[1] == 1 / 2 * (1 + 1 / 3)
+
+
+class _logged:
+    """The messages logged at ``level`` or above while inside."""
+
+    def __init__(self, level):
+        import logging
+
+        self.messages, self.handler = [], logging.Handler(level)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+
+    def __enter__(self):
+        import logging
+
+        logging.getLogger().addHandler(self.handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger().removeHandler(self.handler)
