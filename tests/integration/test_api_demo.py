@@ -198,12 +198,30 @@ def test_a_pyterrier_pipeline_writes_the_experiments_run(runs, tmp_path):
     texts, qids = runs.queries("title")
     bowfd = BowfdSearcher(runs.index, runs.model, None, BowfdConfig(field="title"), weights=runs.weights("title"),
                           depth=50)
-    pipeline = ClirplugTransformer(runs.dt("title")) >> ClirplugTransformer(bowfd)
+    dt = ClirplugTransformer(runs.dt("title"))
+    pipeline = dt >> ClirplugTransformer(bowfd)
     results = pipeline(pd.DataFrame({"qid": qids, "query": texts}))
-    assert list(results.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
+    assert list(results.columns) == ["qid", "query_0", "query", "docno", "score", "rank", "translation"]
     assert (results.groupby("qid")["rank"].min() == 0).all()  # PyTerrier ranks from 0
+    first = results[results["qid"] == qids[0]].iloc[0]  # DT's 1-best in query, the German in query_0 (BOW-FD's)
+    assert (first["query_0"], first["query"]) == (texts[0], runs.model.translate(texts[0])[0][0])
     write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.title")
     assert (tmp_path / "pt.trec").read_bytes() == runs.run("title", "bowfd").read_bytes()
+
+
+def test_a_pyterrier_reranker_follows_dt_on_the_stored_text(runs):
+    """DT >> pt.text.get_text(dt, "text") >> a pure-Python scorer: the demo documents' text, reranked by length."""
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer, LuceneText
+
+    texts, qids = runs.queries("title")
+    dt = ClirplugTransformer(runs.dt("title"), k=20)
+    results = (dt >> pt.text.get_text(dt, "text") >> pt.apply.doc_score(lambda row: len(row["text"])))(
+        pd.DataFrame({"qid": qids[:3], "query": texts[:3]}))
+    loaded = pt.text.get_text(LuceneText(runs.index), "raw")(results[["qid", "docno"]])
+    assert all(json.loads(raw)["contents"] == text for raw, text in zip(loaded["raw"], results["text"]))
+    assert (results["score"] == results["text"].str.len()).all() and results["text"].notna().all()
 
 
 def test_a_bowfd_runs_translations_are_the_derivations_of_its_field(runs):
