@@ -1,6 +1,7 @@
 """clirplug: cross-language information retrieval on top of Pyserini/Anserini.
 
-The Python API (:mod:`clirplug.api`): a searcher per method (``search``, ``batch_search``;
+The Python API (:mod:`clirplug.api`): a searcher per method (Pyserini's ``search``, ``batch_search``, ``doc``, and
+``batch_search_frame``;
 PyTerrier transformers of them in :mod:`clirplug.pyterrier`), built by class or by method name
 (``clirplug.searcher("dense", index=..., corpus=...)``), and the translation model as an object.
 Its names are imported on first use, so that ``clirplug --help`` loads neither numpy nor Java.
@@ -29,6 +30,7 @@ __all__ = [
     "DenseSearcher",
     "DtMiraSearcher",
     "DtSearcher",
+    "Document",
     "FusionSearcher",
     "Hit",
     "LuceneSearcher",
@@ -43,7 +45,7 @@ __all__ = [
 
 # name -> the module defining it, imported by __getattr__ when the name is first used
 _LAZY = {
-    **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DenseSearcher", "DtMiraSearcher", "DtSearcher",
+    **dict.fromkeys(["BoostSearcher", "BowfdSearcher", "DenseSearcher", "Document", "DtMiraSearcher", "DtSearcher",
                      "FusionSearcher", "Hit", "LuceneSearcher", "PsqSearcher", "Searcher", "TranslationModel",
                      "load_system", "searcher"], "clirplug.api"),
     "Bm25Run": "clirplug.methods",

@@ -1,11 +1,14 @@
 """The Python API: a searcher per method and the translation model as an object.
 
 A searcher is built from its resources (a Lucene index, a model folder, a corpus, a first stage, the
-searchers it fuses) and its method's options, keeps them loaded, and answers Pyserini's two calls:
+searchers it fuses) and its method's options, keeps them loaded, and answers as Pyserini's ``LuceneSearcher``:
 
-* ``search(query, k=1000)``: the ``k`` best :class:`Hit` (docid, score, the translation used);
-* ``batch_search(queries, qids, k=1000, threads=1)``: a DataFrame ``qid, docid, rank, score,
-  translation`` ranked as :func:`clirplug.io.runs.sort_run` ranks, which
+* ``search(q, k=10)``: the ``k`` best :class:`Hit` (``docid``, ``score``, the ``translation`` used, and from
+  the index's stored fields ``lucene_docid``, ``raw``, ``contents``);
+* ``batch_search(queries, qids, k=10, threads=1)``: ``{qid: [Hit, ...]}``;
+* ``doc(docid)``: the stored :class:`Document` (``id()``, ``raw()``, ``contents()``), None if absent;
+* ``batch_search_frame(queries, qids, k=10, threads=1)``: the same ranking as a DataFrame ``qid, docid, rank,
+  score, translation`` ranked as :func:`clirplug.io.runs.sort_run` ranks, with the exact scores, which
   :func:`clirplug.io.runs.write_run` writes as a TREC run.
 
 Each searcher calls the library functions behind ``clirplug search``, ``rerank`` and ``fuse``
@@ -39,12 +42,127 @@ from clirplug.methods import DenseRun
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
 
 
-class Hit(NamedTuple):
-    """One document of a ranking: its id, its score and the translation it was scored with."""
+def _shown_score(score: float) -> float:
+    """``score`` as a hit shows it: a float32 value (Lucene's BM25, the dense cosines) rounded to float32's
+    shortest repr (``6.02``, not ``6.019999980926514``); any other float (fusion's) as it is. Run frames and run
+    files keep the exact float64."""
+    import numpy as np
 
-    docid: str
-    score: float
-    translation: str | None
+    single = np.float32(score)
+    return float(str(single)) if np.isfinite(single) and float(single) == score else float(score)
+
+
+class Hit:
+    """One document of a ranking, as Pyserini's ``LuceneSearcher.search`` gives it: ``docid``, ``score`` (a Python
+    float; a float32 score rounded to its shortest repr), ``translation`` (the target-language query the document
+    was scored with), and, read from the index's stored fields on first use, ``lucene_docid`` (Lucene's internal
+    number), ``raw`` (the stored JSON) and ``contents`` (its text: title and contents joined by a newline); those
+    are None when the searcher has no Lucene index. Two hits are equal when docid, score and translation are."""
+
+    __slots__ = ("docid", "score", "translation", "_documents", "_read")
+
+    def __init__(self, docid: str, score: float, translation: str | None = None, documents=None):
+        self.docid, self.score, self.translation = docid, _shown_score(score), translation
+        self._documents, self._read = documents, None
+
+    def _record(self):
+        if self._read is None:
+            self._read = (None, None, None) if self._documents is None else self._documents.record(self.docid)
+        return self._read
+
+    @property
+    def lucene_docid(self) -> int | None:
+        return self._record()[0]
+
+    @property
+    def raw(self) -> str | None:
+        return self._record()[1]
+
+    @property
+    def contents(self) -> str | None:
+        return self._record()[2]
+
+    def _key(self):
+        return self.docid, self.score, self.translation
+
+    def __eq__(self, other):
+        return self._key() == other._key() if isinstance(other, Hit) else NotImplemented
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Hit(docid={self.docid!r}, score={self.score!r}, translation={self.translation!r})"
+
+    def __reduce__(self):
+        return _stored_hit, (self.docid, self.score, self.translation, self._record())
+
+
+def _stored_hit(docid, score, translation, record):
+    hit = Hit(docid, score, translation)
+    hit._read = record
+    return hit
+
+
+class Document:
+    """A stored document, as Pyserini's ``LuceneSearcher.doc`` gives it: ``id()``, ``lucene_docid()``, ``raw()``
+    (the stored JSON) and ``contents()`` (its text: the corpus' title and contents joined by a newline)."""
+
+    __slots__ = ("_docid", "_lucene_docid", "_raw", "_contents")
+
+    def __init__(self, docid: str, lucene_docid: int, raw: str | None, contents: str | None):
+        self._docid, self._lucene_docid, self._raw, self._contents = docid, lucene_docid, raw, contents
+
+    def id(self) -> str:
+        return self._docid
+
+    def docid(self) -> str:
+        return self._docid
+
+    def lucene_docid(self) -> int:
+        return self._lucene_docid
+
+    def raw(self) -> str | None:
+        return self._raw
+
+    def contents(self) -> str | None:
+        return self._contents
+
+    def __repr__(self) -> str:
+        return f"Document(id={self._docid!r})"
+
+
+class _Documents:
+    """The stored documents of a Lucene index, opened on first use."""
+
+    def __init__(self, index):
+        self.index, self._reader = index, None
+
+    @property
+    def reader(self):
+        if self._reader is None:
+            from clirplug.lucene.reader import LuceneIndex
+
+            self._reader = LuceneIndex(self.index, progress=False)
+        return self._reader
+
+    def record(self, docid: str) -> tuple[int, str | None, str | None]:
+        """``(lucene_docid, raw, contents)`` of ``docid`` (an error if the index has no such document)."""
+        reader = self.reader
+        return reader.doc_index(docid), reader.document_raw(docid), reader.document_text(docid)
+
+    def document(self, docid) -> Document | None:
+        reader = self.reader
+        if isinstance(docid, int) and not isinstance(docid, bool):
+            if not 0 <= docid < len(reader.docids):
+                return None
+            docid = str(reader.docids[docid])
+        if not isinstance(docid, str):
+            raise ClirplugError(f"doc: a document id is a string (or Lucene's internal number), got {docid!r}")
+        try:
+            return Document(docid, *self.record(docid))
+        except ClirplugError:
+            return None
 
 
 def _topics(queries: Sequence[str], qids: Sequence[str]):
@@ -240,7 +358,8 @@ def _load_system(file: Path, loaded: dict) -> Searcher:
 
 
 class Searcher:
-    """Base of the searchers: :meth:`search` and :meth:`batch_search` over the method's :meth:`run`.
+    """Base of the searchers: :meth:`search`, :meth:`batch_search`, :meth:`batch_search_frame` and :meth:`doc`
+    over the method's :meth:`run` and the stored documents of its index.
 
     A searcher pickles as the arguments it was built from (``_spec``), so that ``batch_search``
     can rebuild it in worker processes.
@@ -249,6 +368,7 @@ class Searcher:
     _spec: dict
     model: TranslationModel | None = None  # the translation model of a method that translates the query
     derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
+    translates_query = False  # whether the translation is the query searched, one per query (DT, DT-MIRA, PSQ)
     system: System | None = None  # the system file it was loaded from (load_system)
 
     def inputs(self) -> list[Searcher]:
@@ -271,14 +391,52 @@ class Searcher:
         """The run frame (``qid, docid, rank, score, translation``) of the topics' queries, ``k`` per query."""
         raise NotImplementedError
 
-    def search(self, query: str, k: int = 1000) -> list[Hit]:
-        """The ``k`` best documents for ``query``, best first."""
-        frame = self.batch_search([query], ["q"], k)
-        return [Hit(*row) for row in zip(frame["docid"], frame["score"].tolist(), frame["translation"])]
+    def document_index(self):
+        """The Lucene index whose stored documents the hits show: the searcher's own, or that of the first
+        searcher it is built on with one (None: boosting alone)."""
+        index = getattr(self, "_spec", {}).get("index")
+        if index is not None:
+            return index
+        return next((found for other in self.inputs() if (found := other.document_index()) is not None), None)
 
-    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int = 1000, threads: int = 1,
-                     progress: bool = False, executor: str = "local", ray_address: str | None = None):
-        """The ``k`` best documents of each query as a DataFrame ``qid, docid, rank, score, translation``.
+    def _stored(self) -> _Documents | None:
+        if "_documents" not in self.__dict__:
+            index = self.document_index()
+            self._documents = None if index is None else _Documents(index)
+        return self._documents
+
+    def _hits(self, frame) -> list[Hit]:
+        documents = self._stored()
+        return [Hit(docid, score, translation, documents)
+                for docid, score, translation in zip(frame["docid"], frame["score"].tolist(), frame["translation"])]
+
+    def doc(self, docid) -> Document | None:
+        """The stored document ``docid`` (an external id, or Lucene's internal number) as Pyserini's
+        ``LuceneSearcher.doc`` gives it, with ``id()``, ``raw()`` and ``contents()``; None if the index has none."""
+        documents = self._stored()
+        if documents is None:
+            raise ClirplugError(f"{type(self).__name__} has no Lucene index to read documents from")
+        return documents.document(docid)
+
+    def search(self, q: str, k: int = 10) -> list[Hit]:
+        """The ``k`` best documents for the query ``q``, best first (Pyserini's ``LuceneSearcher.search``)."""
+        return self._hits(self.batch_search_frame([q], ["q"], k))
+
+    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int = 10, threads: int = 1, *,
+                     progress: bool = False, executor: str = "local",
+                     ray_address: str | None = None) -> dict[str, list[Hit]]:
+        """The ``k`` best documents of each query as Pyserini's ``LuceneSearcher.batch_search`` gives them: ``{qid:
+        [Hit, ...]}``, best first, in the order of ``qids``. :meth:`batch_search_frame` gives the same as a
+        DataFrame (what :func:`clirplug.io.runs.write_run` writes); ``threads`` and the rest are its."""
+        frame = self.batch_search_frame(queries, qids, k, threads, progress=progress, executor=executor,
+                                        ray_address=ray_address)
+        groups = dict(iter(frame.groupby("qid", sort=False)))
+        return {str(qid): self._hits(groups[str(qid)]) if str(qid) in groups else [] for qid in qids}
+
+    def batch_search_frame(self, queries: Sequence[str], qids: Sequence[str], k: int = 10, threads: int = 1, *,
+                           progress: bool = False, executor: str = "local", ray_address: str | None = None):
+        """The ``k`` best documents of each query as a DataFrame ``qid, docid, rank, score, translation``, ranked as
+        :func:`clirplug.io.runs.sort_run` ranks (exact float64 scores): what ``write_run`` writes as a TREC run.
 
         ``threads`` > 1 spreads the queries over that many workers (each loads the searcher
         again, and the JVM): local processes, or Ray tasks with ``executor="ray"`` (on the
@@ -353,6 +511,8 @@ class DtSearcher(Searcher):
         The BM25 parameters as one settings object, instead of ``k1`` and ``b``.
     """
 
+    translates_query = True
+
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.lucene.search import Bm25Searcher
@@ -384,6 +544,8 @@ class DtMiraSearcher(Searcher):
     field, stopwords, k1, b, bm25
         As :class:`DtSearcher`'s (``stopwords``: those the weights were trained with).
     """
+
+    translates_query = True
 
     def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
@@ -442,6 +604,8 @@ class PsqSearcher(Searcher):
     bm25 : Bm25Run, optional
         As :class:`DtSearcher`'s.
     """
+
+    translates_query = True
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
@@ -541,7 +705,7 @@ class Reranker(Searcher):
 
     def rerank(self, queries: Sequence[str], qids: Sequence[str], candidates, k: int = 1000, progress: bool = False):
         """Rescore the top ``depth`` ``candidates`` (a run frame ``qid, docid, score``) of each query; a DataFrame
-        as :meth:`batch_search`'s."""
+        as :meth:`batch_search_frame`'s."""
         topics = _topics(queries, qids)
         k = _at_least_one(k, "k")
         return _ranked(self.rescore(topics, _candidates(topics, candidates, self.depth), k, progress), k)

@@ -186,7 +186,7 @@ def run(args):
     if searcher is None:
         frame = RUNNERS[args.method](args, topics)
     else:
-        frame = searcher.batch_search([topic_field(t, args.field) for t in topics], [t.id for t in topics],
+        frame = searcher.batch_search_frame([topic_field(t, args.field) for t in topics], [t.id for t in topics],
                                       k=args.hits, progress=not args.quiet)
     write_run_file(frame, args, depth=args.hits,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -209,11 +209,17 @@ class LuceneIndex:
         rows = self.matrix[np.asarray(docs, dtype=np.int64)][:, np.maximum(cols, 0)]
         return (rows @ sp.diags((cols >= 0).astype(np.float32))).tocsr()
 
+    def document_raw(self, docid: str) -> str | None:
+        """The raw record the index stores for ``docid`` (Anserini's ``raw`` field: the JSON line ``clirplug
+        index`` indexed); None if the index stores no raw text."""
+        self.doc_index(docid)  # an unknown id is an error
+        raw = self._utils.documentRaw(self._reader, docid)
+        return None if raw is None else str(raw)
+
     def document_text(self, docid: str) -> str | None:
         """The stored text of the document ``docid``: what ``clirplug index`` indexed, the corpus' title and
         contents joined by a newline (:attr:`clirplug.corpus.Document.text`); None if the index stores no raw text."""
-        self.doc_index(docid)  # an unknown id is an error
-        raw = self._utils.documentRaw(self._reader, docid)
+        raw = self.document_raw(docid)
         if raw is None:
             return None
         try:

@@ -88,7 +88,7 @@ class SearchService:
     def search(self, queries: list[tuple[str, str]], k: int) -> list[dict]:
         """The answer to each ``(qid, query)``: ``{"qid", "query", "translation", "hits": [{"rank", "docid",
         "score", "title", "snippet"[, "derivation"]}, ...]}``, the ``k`` best documents first."""
-        frame = self.searcher.batch_search([text for _, text in queries], [qid for qid, _ in queries], k)
+        frame = self.searcher.batch_search_frame([text for _, text in queries], [qid for qid, _ in queries], k)
         hits: dict[str, list] = {qid: [] for qid, _ in queries}
         for qid, docid, rank, score, translation in frame.itertuples(index=False):
             title, snippet = split_document(self.documents.document_text(docid))

@@ -118,10 +118,10 @@ def runs(demo):
 @pytest.mark.parametrize("field", FIELDS)
 @pytest.mark.parametrize("name", ["floor", "dt", "psq", "bowfd", "boost", "dt+psq", "dense", "dt+dense"])
 def test_api_cli_and_yaml_write_the_same_run(runs, tmp_path, name, field):
-    """``batch_search`` written by ``write_run``, the command and the experiment: three byte-identical files."""
+    """``batch_search_frame`` written by ``write_run``, the command and the experiment: three byte-identical files."""
     searcher, arguments = runs.method(name, field)
     tag = f"{name}.{field}"
-    frame = searcher.batch_search(*runs.queries(field), k=1000)
+    frame = searcher.batch_search_frame(*runs.queries(field), k=1000)
     write_run(frame, tmp_path / "api.trec", tag=tag)
     assert main([*arguments, "--output", str(tmp_path / "cli.trec"), "--run-tag", tag]) == 0
     expected = runs.run(field, name).read_bytes()
@@ -131,19 +131,34 @@ def test_api_cli_and_yaml_write_the_same_run(runs, tmp_path, name, field):
 
 
 def test_search_returns_the_hits_of_batch_search_with_their_translation(runs):
+    """Pyserini's calls: ``search`` (k=10) and ``batch_search`` ({qid: hits}) give the ranking of
+    ``batch_search_frame``, scores rounded to float32's shortest repr, each hit with its stored document."""
+    import numpy as np
+
     texts, qids = runs.queries("title")
     dt = runs.dt("title")
-    frame = dt.batch_search(texts[:1], qids[:1], k=5)
+    frame = dt.batch_search_frame(texts[:1], qids[:1], k=5)
     hits = dt.search(texts[0], k=5)
-    assert [(h.docid, h.score, h.translation) for h in hits] == list(zip(frame["docid"], frame["score"],
-                                                                         frame["translation"]))
+    assert len(dt.search(texts[0])) == 10  # Pyserini's default k
+    assert [(h.docid, h.translation) for h in hits] == list(zip(frame["docid"], frame["translation"]))
+    assert [np.float32(h.score) for h in hits] == [np.float32(s) for s in frame["score"]]
+    assert all(type(h.score) is float and repr(h.score) == str(np.float32(h.score)) for h in hits)
     assert hits[0].translation == runs.model.translate(texts[0])[0][0]  # DT searches the 1-best
+    batch = dt.batch_search(texts[:2], qids[:2], k=5)
+    assert list(batch) == qids[:2] and batch[qids[0]] == hits
+    document = dt.doc(hits[0].docid)
+    raw = json.loads(document.raw())
+    assert document.id() == hits[0].docid == raw["id"] and document.contents() == raw["contents"] == hits[0].contents
+    assert hits[0].raw == document.raw() and dt.doc(hits[0].lucene_docid).id() == hits[0].docid
+    assert dt.doc("no such document") is None
+    assert runs.method("dt+dense", "title")[0].search(texts[0], k=1)[0].contents is not None  # a fusion's inputs' index
 
 
 def test_batch_search_over_two_processes_equals_one(runs):
     texts, qids = runs.queries("desc")
     dt = runs.dt("desc")
-    pd.testing.assert_frame_equal(dt.batch_search(texts, qids, k=20, threads=2), dt.batch_search(texts, qids, k=20))
+    pd.testing.assert_frame_equal(dt.batch_search_frame(texts, qids, k=20, threads=2),
+                                  dt.batch_search_frame(texts, qids, k=20))
 
 
 def test_bowfd_derivations_are_those_of_rerank_explain(runs, tmp_path):
@@ -183,12 +198,30 @@ def test_a_pyterrier_pipeline_writes_the_experiments_run(runs, tmp_path):
     texts, qids = runs.queries("title")
     bowfd = BowfdSearcher(runs.index, runs.model, None, BowfdConfig(field="title"), weights=runs.weights("title"),
                           depth=50)
-    pipeline = ClirplugTransformer(runs.dt("title")) >> ClirplugTransformer(bowfd)
+    dt = ClirplugTransformer(runs.dt("title"))
+    pipeline = dt >> ClirplugTransformer(bowfd)
     results = pipeline(pd.DataFrame({"qid": qids, "query": texts}))
-    assert list(results.columns) == ["qid", "query", "docno", "score", "rank", "translation"]
+    assert list(results.columns) == ["qid", "query_0", "query", "docno", "score", "rank", "translation"]
     assert (results.groupby("qid")["rank"].min() == 0).all()  # PyTerrier ranks from 0
+    first = results[results["qid"] == qids[0]].iloc[0]  # DT's 1-best in query, the German in query_0 (BOW-FD's)
+    assert (first["query_0"], first["query"]) == (texts[0], runs.model.translate(texts[0])[0][0])
     write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.title")
     assert (tmp_path / "pt.trec").read_bytes() == runs.run("title", "bowfd").read_bytes()
+
+
+def test_a_pyterrier_reranker_follows_dt_on_the_stored_text(runs):
+    """DT >> pt.text.get_text(dt, "text") >> a pure-Python scorer: the demo documents' text, reranked by length."""
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer, LuceneText
+
+    texts, qids = runs.queries("title")
+    dt = ClirplugTransformer(runs.dt("title"), k=20)
+    results = (dt >> pt.text.get_text(dt, "text") >> pt.apply.doc_score(lambda row: len(row["text"])))(
+        pd.DataFrame({"qid": qids[:3], "query": texts[:3]}))
+    loaded = pt.text.get_text(LuceneText(runs.index), "raw")(results[["qid", "docno"]])
+    assert all(json.loads(raw)["contents"] == text for raw, text in zip(loaded["raw"], results["text"]))
+    assert (results["score"] == results["text"].str.len()).all() and results["text"].notna().all()
 
 
 def test_a_bowfd_runs_translations_are_the_derivations_of_its_field(runs):
@@ -235,11 +268,11 @@ def test_dt_mira_searcher_writes_the_command_s_run(runs, tmp_path):
                  str(collection.topics("train")), "--qrels", str(collection.qrels("train")), "--output", str(mira),
                  "--quiet"]) == 0
     dt_mira = searcher("dt-mira", index=runs.index, model=runs.model, mira=str(mira), **runs.bm25)
-    write_run(dt_mira.batch_search(*runs.queries("title")), tmp_path / "api.trec", tag="dt-mira")
+    write_run(dt_mira.batch_search_frame(*runs.queries("title"), k=1000), tmp_path / "api.trec", tag="dt-mira")
     assert main([*runs.search_args("title", "--method", "dt-mira", "--model", runs.models, "--kind", "flat",
                                    "--mira", str(mira), "--quiet"),
                  "--output", str(tmp_path / "cli.trec"), "--run-tag", "dt-mira"]) == 0
     assert (tmp_path / "api.trec").read_bytes() == (tmp_path / "cli.trec").read_bytes()
     text, qid = runs.queries("title")[0][0], runs.queries("title")[1][0]
-    frame = dt_mira.batch_search([text], [qid], k=1)
+    frame = dt_mira.batch_search_frame([text], [qid], k=1)
     assert dt_mira.query_translation(text) == {"best": frame["translation"].iloc[0]}

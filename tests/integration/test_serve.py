@@ -203,13 +203,13 @@ def test_concurrent_clients_on_a_real_server_get_consistent_answers(served, monk
     queries = [topic.title for topic in served.topics[:5]]
     service = served.service("psq")
     expected = {query: service.search([("q", query)], 10)[0] for query in queries}
-    threads, batch_search = set(), service.searcher.batch_search
+    threads, batch_search = set(), service.searcher.batch_search_frame
 
     def recorded(*args, **kwargs):
         threads.add(threading.get_ident())
         return batch_search(*args, **kwargs)
 
-    monkeypatch.setattr(service.searcher, "batch_search", recorded)
+    monkeypatch.setattr(service.searcher, "batch_search_frame", recorded)
     with running(create_app(service)) as url:
         with urllib.request.urlopen(url + "/") as page:
             assert page.status == 200

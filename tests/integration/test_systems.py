@@ -48,7 +48,7 @@ def test_every_dev_run_but_the_ceiling_has_a_system_file(config):
 @pytest.mark.parametrize("name", RUNS)
 def test_search_with_a_system_file_writes_the_experiments_run(config, tmp_path, name, field):
     """``clirplug search --system`` writes the run file byte for byte (hits, tag, scores), and ``load_system``'s
-    ``batch_search`` ranks as it does."""
+    ``batch_search_frame`` ranks as it does."""
     topics = str(config.collection.topics("dev"))
     expected = config.run_dir / f"dev.{field}.{name}.trec"
     assert main(["search", "--system", str(_system(config, field, name)), "--topics", topics,
@@ -57,7 +57,7 @@ def test_search_with_a_system_file_writes_the_experiments_run(config, tmp_path, 
     searcher = load_system(_system(config, field, name))
     assert (searcher.system.name, searcher.system.field, searcher.system.tag) == (name, field, f"{name}.{field}")
     queries = read_topics(topics)
-    frame = searcher.batch_search([topic_field(t, field) for t in queries], [t.id for t in queries], k=1000)
+    frame = searcher.batch_search_frame([topic_field(t, field) for t in queries], [t.id for t in queries], k=1000)
     columns = ["qid", "docid", "rank", "score"]
     pd.testing.assert_frame_equal(frame[columns], read_run(expected)[columns], check_dtype=False)
 

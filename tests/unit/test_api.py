@@ -66,10 +66,12 @@ def test_the_package_exports_its_api_without_loading_numpy():
 
 
 def test_search_and_batch_search_rank_and_check_their_arguments():
-    frame = Fixed().batch_search(["eins", "zwei"], ["b", "a"], k=2)
+    frame = Fixed().batch_search_frame(["eins", "zwei"], ["b", "a"], k=2)
     assert list(frame.columns) == ["qid", "docid", "rank", "score", "translation"]
     assert frame[["qid", "docid", "rank"]].values.tolist() == [["a", "d0", 1], ["a", "d1", 2], ["b", "d0", 1], ["b", "d1", 2]]
     assert Fixed().search("drei", k=1) == [clirplug.Hit("d0", 3.0, "DREI")]
+    batch = Fixed().batch_search(["eins", "zwei"], ["b", "a"], k=2)  # Pyserini's {qid: hits}, in the order of qids
+    assert list(batch) == ["b", "a"] and batch["a"] == [clirplug.Hit("d0", 3.0, "ZWEI"), clirplug.Hit("d1", 2.0, "ZWEI")]
     for call, message in [(lambda: Fixed().batch_search(["x"], ["a", "b"]), "1 queries but 2 qids"),
                           (lambda: Fixed().batch_search(["x", "y"], ["a", "a"]), "qid 'a' occurs twice"),
                           (lambda: Fixed().batch_search([None], ["a"]), "the query of 'a' is not a string"),
@@ -86,6 +88,77 @@ def test_search_and_batch_search_rank_and_check_their_arguments():
                           (lambda: clirplug.LuceneSearcher("index", bm25={"k": 1}), "bm25.k: unknown setting")]:
         with pytest.raises(ClirplugError, match=message):
             call()
+
+
+class Many(Fixed):
+    """Twenty documents a query, float32 scores (as Lucene's BM25 gives them) stored as float64."""
+
+    def run(self, topics, k=1000, progress=False):
+        import numpy as np
+
+        scores = np.float32([6.02 - i / 10 for i in range(20)]).astype(np.float64).tolist()
+        frame = run_frame((t.id, list(zip([f"d{i}" for i in range(20)], scores))[:k]) for t in topics)
+        return frame.assign(translation=None)
+
+
+def test_the_api_follows_pyserini_s_lucene_searcher():
+    """``search(q, k=10)``, ``batch_search(queries, qids, k=10, threads=1)`` -> {qid: hits}, scores that print as
+    float32's shortest repr (the frame keeps the exact float64), no stored text without an index."""
+    import inspect
+
+    for name, defaults in [("search", {"k": 10}), ("batch_search", {"k": 10, "threads": 1}),
+                           ("batch_search_frame", {"k": 10, "threads": 1})]:
+        parameters = inspect.signature(getattr(Searcher, name)).parameters
+        assert {key: parameters[key].default for key in defaults} == defaults, name
+    hits = Many().search("eins")
+    assert len(hits) == 10 and len(Many().batch_search(["eins"], ["1"])["1"]) == 10
+    assert hits[0].score == 6.02 and repr(hits[0].score) == "6.02" and type(hits[0].score) is float
+    assert str(hits[0]) == "Hit(docid='d0', score=6.02, translation=None)"
+    assert Many().batch_search_frame(["eins"], ["1"])["score"].iloc[0] == 6.019999980926514
+    assert (hits[0].lucene_docid, hits[0].contents, hits[0].raw) == (None, None, None)
+    assert pickle.loads(pickle.dumps(hits[0])) == hits[0]
+    with pytest.raises(ClirplugError, match="Many has no Lucene index to read documents from"):
+        Many().doc("d0")
+
+
+def test_hits_and_doc_read_the_index_s_stored_fields(monkeypatch):
+    """A searcher with an index shows each hit's ``lucene_docid``, ``raw`` and ``contents``, read on first use, and
+    ``doc`` the stored document by id or Lucene number (None if absent); a fusion those of its inputs' index."""
+    import json
+
+    opened = []
+
+    class Stored:
+        docids = pd.Series(["d0", "d1"]).to_numpy()
+
+        def __init__(self, index, progress):
+            opened.append(index)
+
+        def doc_index(self, docid):
+            if docid not in ("d0", "d1"):
+                raise ClirplugError(f"no document with id {docid!r}")
+            return int(docid[1])
+
+        def document_raw(self, docid):
+            return json.dumps({"id": docid, "contents": f"title {docid}\ntext"})
+
+        def document_text(self, docid):
+            return json.loads(self.document_raw(docid))["contents"]
+
+    class Indexed(Fixed):
+        _spec = {"index": "ix"}
+
+    monkeypatch.setattr("clirplug.lucene.reader.LuceneIndex", Stored)
+    searcher = Indexed()
+    hits = searcher.search("eins", k=2)
+    assert opened == []  # nothing read until asked
+    assert [(h.lucene_docid, h.contents) for h in hits] == [(0, "title d0\ntext"), (1, "title d1\ntext")]
+    assert json.loads(hits[1].raw)["id"] == "d1" and opened == ["ix"]
+    document = searcher.doc("d1")
+    assert (document.id(), document.lucene_docid(), document.contents()) == ("d1", 1, "title d1\ntext")
+    assert searcher.doc(0).id() == "d0" and searcher.doc("d9") is None and searcher.doc(5) is None
+    fused = clirplug.FusionSearcher([Fixed(), Indexed()])
+    assert fused.document_index() == "ix" and fused.search("eins", k=1)[0].contents == "title d0\ntext"
 
 
 def test_fusion_takes_any_searcher_and_kappa_weighs_two():
@@ -225,3 +298,126 @@ def test_a_transformer_is_built_by_method_name(monkeypatch):
     assert isinstance(built, ClirplugTransformer) and built.k == 3 and built.searcher.bm25 == clirplug.Bm25Run(b=0.5)
     with pytest.raises(ClirplugError, match="unknown method 'magic'"):
         transformer("magic")
+
+
+class Translating(Fixed):
+    """A query translator: its translation (the query upper-cased) is the query searched."""
+
+    translates_query = True
+
+
+class Recording(Negate):
+    """Negate, recording the queries it was given."""
+
+    def rescore(self, topics, candidates, k, progress):
+        self.seen = [topic.title for topic in topics]
+        return super().rescore(topics, candidates, k, progress)
+
+
+class Stored:
+    """A LuceneIndex whose documents d0, d1, d2 store ``title dN`` + a text of N + 1 words."""
+
+    docids = pd.Series(["d0", "d1", "d2"]).to_numpy()
+
+    def __init__(self, index, progress=False):
+        pass
+
+    def doc_index(self, docid):
+        if docid not in ("d0", "d1", "d2"):
+            raise ClirplugError(f"no document with id {docid!r}")
+        return int(docid[1])
+
+    def document_raw(self, docid):
+        import json
+
+        return json.dumps({"id": docid, "contents": self.document_text(docid)})
+
+    def document_text(self, docid):
+        self.doc_index(docid)
+        return f"title {docid}\n" + " ".join(["word"] * (int(docid[1]) + 1))
+
+
+def test_a_translating_transformer_rewrites_the_query_as_pyterrier_does():
+    """DT-like stages: ``query`` the translation, ``query_0`` the original (pt.model.push_queries); a clirplug
+    reranker after them reads the source-language query from ``query_0``; the declared outputs are the real ones."""
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer
+
+    queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
+    first = ClirplugTransformer(Translating(), k=3)
+    retrieved = first(queries)
+    assert list(retrieved.columns) == ["qid", "query_0", "query", "docno", "score", "rank"]
+    assert retrieved[["qid", "query", "query_0"]].drop_duplicates().values.tolist() == [["1", "EINS", "eins"],
+                                                                                        ["2", "ZWEI", "zwei"]]
+    assert first.transform_outputs(["qid", "query"]) == list(retrieved.columns)
+    rerank = Recording()
+    second = ClirplugTransformer(rerank)
+    reranked = (first >> second)(queries)
+    assert rerank.seen == ["eins", "zwei"]  # the German query, not the translation
+    assert list(reranked.columns) == ["qid", "query_0", "query", "docno", "score", "rank", "translation"]
+    assert reranked[["qid", "query", "query_0", "docno", "rank"]].values.tolist()[:2] == [
+        ["1", "EINS", "eins", "d1", 0], ["1", "EINS", "eins", "d0", 1]]
+    assert pt.inspect.transformer_outputs(first >> second, ["qid", "query"]) == list(reranked.columns)
+    assert list(first(queries.iloc[:0]).columns) == list(retrieved.columns)  # an empty frame, as inspection sends
+    with pytest.raises(pt.validate.InputValidationError):
+        first.transform_outputs(["qid"])
+
+
+def test_a_text_loader_and_a_pyterrier_scorer_follow_a_clirplug_stage(monkeypatch):
+    """``pt.text.get_text`` of a transformer (its searcher's index) or of LuceneText adds each document's stored text,
+    a pure-Python PyTerrier scorer reranks on it, and pt.Experiment validates the pipeline without a warning."""
+    import logging
+    import warnings
+
+    import pyterrier as pt
+
+    from clirplug.pyterrier import ClirplugTransformer, LuceneText, text_loader
+
+    class Indexed(Translating):
+        _spec = {"index": "ix"}
+
+    monkeypatch.setattr("clirplug.lucene.reader.LuceneIndex", Stored)
+    queries = pd.DataFrame({"qid": ["1", "2"], "query": ["eins", "zwei"]})
+    dt = ClirplugTransformer(Indexed(), k=3)
+    longest = pt.apply.doc_score(lambda row: len(row["text"].split()))
+    pipeline = dt >> pt.text.get_text(dt, "text") >> longest
+    results = pipeline(queries)
+    first = results[results["qid"] == "1"].sort_values("rank")
+    assert first["docno"].tolist() == ["d2", "d1", "d0"] and first["rank"].tolist() == [0, 1, 2]  # by length
+    assert first["text"].iloc[0] == "title d2\nword word word"
+    assert set(results.columns) >= {"qid", "query", "query_0", "docno", "text", "score", "rank"}
+    loaded = pt.text.get_text(LuceneText("ix"), ["text", "raw"])(pd.DataFrame({"qid": ["1"], "docno": ["d9"]}))
+    assert loaded[["text", "raw"]].values.tolist() == [[None, None]]  # not in the index
+    assert text_loader("ix").transform_outputs(["qid", "docno"]) == ["qid", "docno", "text"]
+    with pytest.raises(ClirplugError, match="unknown document field 'title'"):
+        text_loader("ix", "title")
+    qrels = pd.DataFrame({"qid": ["1", "2"], "docno": ["d2", "d0"], "label": [1, 1]})
+    with warnings.catch_warnings(record=True) as caught, _logged(logging.WARNING) as logged:
+        warnings.simplefilter("always")
+        table = pt.Experiment([dt, pipeline, dt >> ClirplugTransformer(Recording())], queries, qrels, ["map"],
+                              names=["dt", "dt+length", "dt+negate"])
+    messages = [str(w.message) for w in caught] + logged
+    assert not [m for m in messages if "validat" in m.lower()], messages
+    assert table["map"].tolist()[1] == 1 / 2 * (1 + 1 / 3)
+
+
+class _logged:
+    """The messages logged at ``level`` or above while inside."""
+
+    def __init__(self, level):
+        import logging
+
+        self.messages, self.handler = [], logging.Handler(level)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+
+    def __enter__(self):
+        import logging
+
+        logging.getLogger().addHandler(self.handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger().removeHandler(self.handler)
