@@ -573,10 +573,12 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
     import pandas as pd
 
     from clirplug.fusion import fuse
+    from clirplug.fusion._common import kappa_weights
     from clirplug.io.runs import read_run
 
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8"))
     kappa, method = tuned["kappa"], tuned["method"]
+    weights = kappa_weights(kappa, f"{stage.inputs_from[0]}: kappa")
     runs = [read_run(path) for path in stage.inputs_from[1:]]
     groups = [dict(tuple(run.groupby("qid", sort=False))) for run in runs]
     qids = sorted(set().union(*groups))
@@ -584,7 +586,7 @@ def fusion_stage(stage: Stage, ctx: Context) -> dict:
     empty = runs[0].iloc[0:0]
     for qid in qids:
         start = time.perf_counter()
-        parts.append(fuse(method, [g.get(qid, empty) for g in groups], weights=[kappa, 1 - kappa], depth=stage.settings["hits"]))
+        parts.append(fuse(method, [g.get(qid, empty) for g in groups], weights=weights, depth=stage.settings["hits"]))
         latencies[qid] = time.perf_counter() - start
     frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
     return write_run_with_sidecar(stage, frame, latencies, tuned={"kappa": kappa, "method": method,
