@@ -33,6 +33,7 @@ column of a TREC run (white space, control characters), is an error naming file 
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import NamedTuple
 
@@ -293,6 +294,12 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
     return topics
 
 
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: white space and invisible format characters (Unicode category Cf: the
+    zero-width space, joiners, direction marks, the byte-order mark) only."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+
+
 def require_field(topics, field: str, path) -> None:
     """Refuse ``topics`` (read from ``path``) when none has text in ``field``; warn about those without.
 
@@ -300,7 +307,7 @@ def require_field(topics, field: str, path) -> None:
     silently empty.
     """
     _check_field(field)
-    empty = [topic.id for topic in topics if not getattr(topic, field).strip()]
+    empty = [topic.id for topic in topics if is_blank(getattr(topic, field))]
     if len(empty) == len(topics):
         raise ClirplugError(f"{path}: no topic has a {field!r} field")
     if empty:
