@@ -167,7 +167,7 @@ class _Documents:
 
 def _topics(queries: Sequence[str], qids: Sequence[str]):
     """Topics whose three fields hold the query (``field`` then only says how it is split)."""
-    from clirplug.io.topics import Topic
+    from clirplug.io.topics import Topic, check_text
 
     queries, qids = list(queries), [str(qid) for qid in qids]
     if len(queries) != len(qids):
@@ -178,6 +178,7 @@ def _topics(queries: Sequence[str], qids: Sequence[str]):
             raise ClirplugError(f"batch_search: qid {qid!r} occurs twice")
         if not isinstance(text, str):
             raise ClirplugError(f"batch_search: the query of {qid!r} is not a string: {text!r}")
+        check_text(text, f"batch_search: the query of {qid!r}")
         seen.add(qid)
     return [Topic(qid, text, text, text) for qid, text in zip(qids, queries)]
 

@@ -85,7 +85,7 @@ def _read_jsonl(path, text, lang):
                 raise ClirplugError(
                     f"{where(path, lineno)}: field {key!r} must be a string, got {type(value).__name__}"
                 )
-            values[key] = value
+            values[key] = check_text(value, f"{where(path, lineno)}: field {key!r}")
         if not values["id"].strip():
             raise ClirplugError(f"{where(path, lineno)}: empty topic id")
         yield lineno, Topic(values["id"].strip(), values["title"], values["desc"], values["narr"])
@@ -292,6 +292,16 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
     if not topics:
         raise ClirplugError(f"{path}: no topics")
     return topics
+
+
+def check_text(text: str, at: str) -> str:
+    """``text``, refused (naming ``at``) when it holds a lone surrogate (JSON's ``"\\ud800"``), which is no
+    character: no step after could encode it (the language model failed with a traceback)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ClirplugError(f"{at}: {text[error.start]!r} is a lone surrogate, not a character") from None
+    return text
 
 
 def is_blank(text: str) -> bool:
