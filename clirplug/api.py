@@ -167,7 +167,7 @@ class _Documents:
 
 def _topics(queries: Sequence[str], qids: Sequence[str]):
     """Topics whose three fields hold the query (``field`` then only says how it is split)."""
-    from clirplug.io.topics import Topic
+    from clirplug.io.topics import Topic, check_text
 
     queries, qids = list(queries), [str(qid) for qid in qids]
     if len(queries) != len(qids):
@@ -178,6 +178,7 @@ def _topics(queries: Sequence[str], qids: Sequence[str]):
             raise ClirplugError(f"batch_search: qid {qid!r} occurs twice")
         if not isinstance(text, str):
             raise ClirplugError(f"batch_search: the query of {qid!r} is not a string: {text!r}")
+        check_text(text, f"batch_search: the query of {qid!r}")
         seen.add(qid)
     return [Topic(qid, text, text, text) for qid, text in zip(qids, queries)]
 
@@ -609,7 +610,7 @@ class PsqSearcher(Searcher):
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.qt.psq import PsqScorer, PsqSource
+        from clirplug.qt.psq import PsqScorer, PsqSource, check_psq_files
         from clirplug.qt.psq_tables import PsqSettings
 
         if (model is None) == (table is None):
@@ -626,6 +627,7 @@ class PsqSearcher(Searcher):
             self.source = PsqSource(field=_check_field(field), src_lang=src_lang or "de", table=str(table))
         self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
                       "src_lang": src_lang, "bm25": self.bm25}
+        check_psq_files(self.source, self.settings)  # a bad file is refused now, not per query
         self.scorer = PsqScorer(index, self.bm25.k1, self.bm25.b)
 
     def query_translation(self, query: str) -> dict:
@@ -750,14 +752,18 @@ class BowfdSearcher(Reranker):
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
                  v: float | None = None, lm: bool = True, depth: int = 100):
         from clirplug.lucene.reader import LuceneIndex
+        from clirplug.rerank.bowfd import BowfdWeights
         from clirplug.rerank.config import BowfdConfig
 
         self.model, self.first_stage = _model(model), _first_stage(first_stage)
         settings = BowfdConfig.from_mapping(settings, "settings") if isinstance(settings, Mapping) else settings
         self.settings = BowfdConfig() if settings is None else settings
-        self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
+        self.v, self.lm, self.depth = v, lm, _at_least_one(depth, "depth")
         self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "settings": self.settings,
                       "weights": weights, "v": v, "lm": lm, "depth": depth}
+        if weights is not None and not isinstance(weights, BowfdWeights):  # a bad file is refused now, not per query
+            weights = BowfdWeights.load(weights, self.model.translator.feature_names)
+        self.weights = weights
         self.index = LuceneIndex(index, progress=False)
 
     def rescore(self, topics, candidates, k: int, progress: bool):
@@ -911,10 +917,11 @@ class TranslationModel:
         repeat), as ``clirplug translate`` (``--derivations``).
 
         A text longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` tokens is decoded in
-        chunks, whose 1-bests are joined (``nbest`` must then be 1).
+        chunks, whose 1-bests are joined (``nbest`` must then be 1); the tokens of a query beyond
+        :data:`~clirplug.mt.preprocess.MAX_QUERY_TOKENS` are dropped with a warning.
         """
         nbest = _at_least_one(nbest, "nbest")
-        pieces = self.translator.sentences(text, split=False)
+        pieces = self.translator.sentences(text, split=False, query=True)
         if len(pieces) > 1 and nbest > 1:
             raise ClirplugError(f"translate: a text of {sum(map(len, pieces))} tokens is decoded in {len(pieces)} "
                                 "chunks, whose n-best lists do not combine: use nbest=1")

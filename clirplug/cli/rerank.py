@@ -69,7 +69,7 @@ def _boost(args, topics):
     from clirplug.io.runs import read_run
 
     _require(args, "corpus")
-    candidates = read_run(args.candidates) if args.candidates else None
+    candidates = read_run(args.candidates, empty=False) if args.candidates else None
     return rerank_run(topics, candidates, model=args.model, corpus=args.corpus, field=args.field, depth=args.depth,
                       progress=not args.quiet)
 
@@ -81,7 +81,7 @@ def _bowfd(args, topics):
 
     _require(args, "index", "candidates")
     config = settings_from_args(BowfdConfig, args, field=args.field or "title")
-    return rerank_run(topics, read_run(args.candidates), model=args.model, index=args.index, config=config,
+    return rerank_run(topics, read_run(args.candidates, empty=False), model=args.model, index=args.index, config=config,
                       weights=args.weights, v=args.v, kind=args.kind, src_lang=args.src_lang, lm=not args.no_lm,
                       depth=args.depth, explain=args.explain, progress=not args.quiet)
 
@@ -96,8 +96,9 @@ def run(args):
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
     topics = read_topics(args.topics, lang=args.topic_lang)
-    if args.field:
-        require_field(topics, args.field, args.topics)
+    field = args.field or ("title" if args.method == "bowfd" else None)  # boost: the model's, known once loaded
+    if field:
+        require_field(topics, field, args.topics)
     frame = RUNNERS[args.method](args, topics)
     write_run_file(frame, args, depth=args.depth,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -119,6 +119,11 @@ class LexicalTable:
                 (npz["data"], npz["indices"], npz["indptr"]), shape=(len(src_vocab), len(tgt_vocab)))
         except (KeyError, ValueError, TypeError) as error:
             raise ClirplugError(f"{path}: not a lexical table ({error})") from error
+        bad = np.flatnonzero(~((matrix.data >= 0) & (matrix.data <= 1)))  # NaN included
+        if len(bad):
+            row = int(np.searchsorted(matrix.indptr, bad[0], side="right")) - 1
+            raise ClirplugError(f"{path}: p({tgt_vocab[matrix.indices[bad[0]]]!r} | {src_vocab[row]!r}) = "
+                                f"{matrix.data[bad[0]]:g} is outside [0, 1] ({len(bad)} such entries)")
         return cls(src_vocab, tgt_vocab, matrix)
 
 

@@ -400,7 +400,7 @@ class BowFD:
         field = field or self.config.field
         return [PreparedSentence(self.translator.forest(tokens), self.analyze, self.weights.lex_enabled,
                                  self.config.beam, tokens)
-                for tokens in self.translator.sentences(text, split=field != "title")]
+                for tokens in self.translator.sentences(text, split=field != "title", query=True)]
 
     def doc_rows(self, docids: Sequence[str]) -> tuple[np.ndarray, list[str]]:
         """Internal numbers of the ``docids`` found in the index, and those ids."""
@@ -435,8 +435,9 @@ class BowFD:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import SCORED_COLUMNS, add_latency, sort_run
+        from clirplug.io.runs import SCORED_COLUMNS, add_latency, check_shared_topics, sort_run
 
+        check_shared_topics(candidates, topics)
         field = field or self.config.field
         ranked = sort_run(candidates)
         groups = {qid: frame["docid"].tolist()[:depth] for qid, frame in ranked.groupby("qid", sort=False)}
@@ -522,8 +523,8 @@ class NoLMForests:
                                translator.pop_limit, translator.max_span)
         self._cache: dict[tuple[str, ...], Hypergraph] = {}
 
-    def sentences(self, text: str, split: bool = True) -> list[list[str]]:
-        return self.translator.sentences(text, split)
+    def sentences(self, text: str, split: bool = True, query: bool = False) -> list[list[str]]:
+        return self.translator.sentences(text, split, query)
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         key = tuple(tokens)
