@@ -148,8 +148,13 @@ def run(args):
         check_index(args.index)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once
     searching = systems(args.system) if args.system else [service(args, options)]
+    for served in searching:
+        served.warm_up()
     host, port = sock.getsockname()[:2]
     print(f"clirplug serve: {', '.join(s.method for s in searching)} on http://{host}:{port}/ (Ctrl-C stops)",
           flush=True)
     serve(create_app(*searching, limits=limits), sock)
     print("clirplug serve: stopped")
+    import gc
+
+    gc.freeze()  # the process ends now: the collector need not walk the loaded models once more on the way out

@@ -51,7 +51,7 @@ from clirplug.serve.worker import OverBudget, SearchWorker, Stopping
 
 PAGE = Path(__file__).with_name("static") / "index.html"
 LOG = logging.getLogger("clirplug.serve")
-STOP_SECONDS = 3.0  # how long stopping waits for the answers under way and for the worker thread
+STOP_SECONDS = 2.0  # how long stopping waits for the answers under way and for the worker thread
 
 
 @dataclass(frozen=True)

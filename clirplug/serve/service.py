@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 
 from clirplug.errors import ClirplugError
 
+WARM_UP_QUERY = "test"
+
 
 def split_document(text: str | None) -> tuple[str, str]:
     """``(title, contents)`` of an indexed text: the title is its first line when it has several (``clirplug
@@ -109,6 +111,11 @@ class SearchService:
                     hit["explanation"] = explained[hit["docid"]]
         return [{"qid": qid, "query": text, "translation": self.translation(text), "hits": hits[qid]}
                 for qid, text in queries]
+
+    def warm_up(self) -> None:
+        """Search once, so that what a first search loads or compiles (the decoder's grammar and kernels, Lucene's
+        readers) is ready before the service answers, within its time budget."""
+        self.search([("warm-up", WARM_UP_QUERY)], 1)
 
     def document(self, docid: str) -> dict:
         """The stored document ``docid``: ``{"docid", "title", "contents", "fields"}`` (``fields``: the stored

@@ -3,7 +3,7 @@
 The searchers are not thread-safe, and a thread that calls Java stays attached to the JVM, so one
 long-lived thread runs every call into them, in arrival order; it is attached once and detached
 (``on_exit``) when the worker closes. A job over its time budget is answered at once, taken from
-the queue if it has not started, and interrupted if it has: :class:`OverBudget` is raised in the
+the queue if it has not started, and interrupted if it has: an exception is raised in the
 worker thread (``PyThreadState_SetAsyncExc``), which unwinds the search at its next Python step (a
 call into Java or a compiled kernel finishes first) and frees the thread for the next job. The
 exception is raised only while the thread runs clirplug's own code, never while it imports a module
@@ -26,8 +26,13 @@ UNSAFE = ("importlib", "numba", "llvmlite")  # packages whose frames an interrup
 POLL_SECONDS = 0.005
 
 
+class _Interrupted(BaseException):
+    """Raised in the worker thread to end the running job: a BaseException, as KeyboardInterrupt, which no
+    ``except Exception`` of the search path catches."""
+
+
 class OverBudget(Exception):
-    """Raised in the worker thread to end a job that ran out of time."""
+    """A job that ran out of time."""
 
 
 class Stopping(Exception):
@@ -68,7 +73,7 @@ class SearchWorker:
             if future.done():
                 return
             if self._running is not None and self._running.future is future:
-                self._interrupt(type(error))
+                self._interrupt()
             if not future.done():
                 future.set_exception(error)
 
@@ -79,7 +84,7 @@ class SearchWorker:
             if self._running is not None:
                 if not self._running.future.done():
                     self._running.future.set_exception(Stopping("the server is stopping"))
-                self._interrupt(Stopping)
+                self._interrupt()
             self._drain()
         self._jobs.put(None)
 
@@ -93,9 +98,9 @@ class SearchWorker:
     def thread_id(self) -> int | None:
         return self._thread.ident
 
-    def _interrupt(self, error: type[Exception]) -> None:
-        """Raise ``error`` in the worker thread once it runs clirplug's code (:func:`interruptible`), unless it has
-        moved on to another job by then."""
+    def _interrupt(self) -> None:
+        """Raise :class:`_Interrupted` in the worker thread once it runs its own packages' code
+        (:func:`interruptible`), unless it has moved on to another job by then."""
         job = self._running
 
         def deliver():
@@ -105,7 +110,7 @@ class SearchWorker:
                         return
                     if interruptible(sys._current_frames().get(self._thread.ident), self._own):
                         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread.ident),
-                                                                   ctypes.py_object(error))
+                                                                   ctypes.py_object(_Interrupted))
                         return
                 time.sleep(POLL_SECONDS)
 
@@ -119,7 +124,7 @@ class SearchWorker:
                     if job is None:
                         break
                     self._run(job)
-                except (OverBudget, Stopping):  # an interruption that came late: its job has its answer already
+                except _Interrupted:  # an interruption that came late: its job has its answer already
                     continue
         finally:
             with self._lock:

@@ -19,6 +19,17 @@ def spin(seconds: float) -> str:
     return "done"
 
 
+def swallowing(seconds: float) -> str:
+    """A search whose steps catch every Exception (an interruption is not one)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            spin(0.01)
+        except Exception:  # noqa: BLE001, S112
+            continue
+    return "done"
+
+
 @pytest.fixture
 def worker():
     exited = threading.Event()
@@ -58,6 +69,13 @@ def test_a_running_job_over_budget_is_interrupted_and_the_thread_freed(worker):
         long.result(0)
     assert worker.submit(lambda: "next").result(5) == "next"
     assert time.monotonic() - start < 2
+
+
+def test_an_except_exception_of_the_search_does_not_catch_the_interruption(worker):
+    long = worker.submit(swallowing, 60)
+    time.sleep(0.2)
+    worker.cancel(long, OverBudget("over budget"))
+    assert worker.submit(lambda: "next").result(5) == "next"
 
 
 def test_a_queued_job_over_budget_never_runs(worker):
@@ -103,7 +121,7 @@ def test_a_job_is_not_interrupted_while_it_imports_a_module(tmp_path, monkeypatc
     def job():
         try:
             import slow_module_for_the_worker  # noqa: F401
-        except OverBudget:
+        except BaseException:
             outcome.append("import interrupted")
             raise
         outcome.append("imported")
