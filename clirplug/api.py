@@ -799,7 +799,7 @@ class BowfdSearcher(Reranker):
 
     def rescore(self, topics, candidates, k: int, progress: bool):
         from clirplug.io.topics import topic_field
-        from clirplug.rerank.bowfd import bowfd_reranker
+        from clirplug.rerank.bowfd import bowfd_reranker, explanation
 
         if candidates is None:
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
@@ -813,7 +813,7 @@ class BowfdSearcher(Reranker):
             text = topic_field(topic, self.settings.field)
             for record in reranker.derivations(text, docids) if docids else []:
                 derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
-                self._explained[text, record["docid"]] = self._explanation(record, reranker.weights)
+                self._explained[text, record["docid"]] = explanation(record, reranker.weights)
         return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
 
     def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
@@ -827,28 +827,14 @@ class BowfdSearcher(Reranker):
         missing = [docid for docid in docids if (query, docid) not in known]
         if missing:
             from clirplug.io.topics import Topic
-            from clirplug.rerank.bowfd import bowfd_reranker
+            from clirplug.rerank.bowfd import bowfd_reranker, explanation
 
             reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
                                       topics=[Topic("q", query, query, query)])
-            known = {**known, **{(query, record["docid"]): self._explanation(record, reranker.weights)
+            known = {**known, **{(query, record["docid"]): explanation(record, reranker.weights)
                                  for record in reranker.derivations(query, missing)}}
         shown.update({docid: known[query, docid] for docid in docids if (query, docid) in known})
         return shown
-
-    @staticmethod
-    def _explanation(record: dict, weights) -> dict:
-        """A derivation record of :meth:`BowFD.derivations` with each fired term's weight and contribution."""
-        sentences = []
-        for sentence in record["sentences"]:
-            fired = list(sentence["bm25"].items())
-            term_weights = weights.term_weights([term for term, _ in fired]) if fired else []
-            terms = [{"term": term, "bm25": value, "weight": float(weight), "contribution": float(weight) * value}
-                     for (term, value), weight in zip(fired, term_weights)]
-            sentences.append({"yield": sentence["yield"], "score": sentence["score"],
-                              "terms": sorted(terms, key=lambda term: -term["contribution"])})
-        return {"derivation": " ".join(s["yield"] for s in record["sentences"]), "score": record["score"],
-                "sentences": sentences}
 
 
 class BoostSearcher(Reranker):
