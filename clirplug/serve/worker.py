@@ -40,8 +40,8 @@ class Stopping(Exception):
 
 
 class _Job:
-    def __init__(self, call: Callable, args: tuple):
-        self.call, self.args, self.future = call, args, Future()
+    def __init__(self, call: Callable, arguments: tuple):
+        self.call, self.arguments, self.future = call, arguments, Future()
 
 
 class SearchWorker:
@@ -141,7 +141,7 @@ class SearchWorker:
             self._running = job
         try:
             try:
-                result = job.call(*job.args)
+                result = job.call(*job.arguments)
             finally:
                 with self._lock:
                     self._running = None
