@@ -377,15 +377,51 @@ class Searcher:
         return []
 
     def query_translation(self, query: str) -> dict:
-        """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best}``, for PSQ with
-        ``"psq": [{"source", "targets": [{"term", "p"}, ...]}, ...]`` (:meth:`TranslationModel.psq_table`);
-        those of the searchers it is built on too; ``{}`` when no translation is searched."""
+        """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best, "untranslated":
+        the source words it copies untranslated}``, for PSQ with ``"psq": [{"source", "targets": [{"term", "p"},
+        ...], "untranslated"}, ...]`` (:meth:`TranslationModel.psq_table`); those of the searchers it is built on
+        too; ``{}`` when no translation is searched."""
         shown: dict = {}
         for searcher in reversed(self.inputs()):
             shown.update(searcher.query_translation(query))
         if self.model is not None:
             best = self.model.translate(query)
             shown["best"] = best[0][0] if best else ""
+            shown["untranslated"] = self.model.untranslated(query)
+        return shown
+
+    def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
+        """Why each of ``docids`` scored as it did for ``query``, for display (JSON-ready), by docid; those of the
+        searchers it is built on; ``{}`` for a method that explains nothing (BOW-FD explains its winning
+        derivations: :meth:`BowfdSearcher.explanations`)."""
+        shown: dict[str, dict] = {}
+        for searcher in reversed(self.inputs()):
+            shown.update(searcher.explanations(query, docids))
+        return shown
+
+    def settings_in_effect(self) -> dict:
+        """What the searcher was built from (JSON-ready): its class, resources and settings, and those of the
+        searchers it is built on, recursively; the system file it was loaded from, if any."""
+        import dataclasses
+
+        def plain(value):
+            if isinstance(value, Searcher):
+                return value.settings_in_effect()
+            if isinstance(value, TranslationModel):
+                return plain(value._spec)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                return plain(dataclasses.asdict(value))
+            if isinstance(value, Mapping):
+                return {str(key): plain(item) for key, item in value.items()}
+            if isinstance(value, list | tuple):
+                return [plain(item) for item in value]
+            if value is None or isinstance(value, bool | int | float | str):
+                return value
+            return str(value)
+
+        shown = {"searcher": type(self).__name__, **plain(getattr(self, "_spec", {}))}
+        if self.system is not None:
+            shown["system_file"] = str(self.system.file)
         return shown
 
     def run(self, topics, k: int = 1000, progress: bool = False):
@@ -568,7 +604,7 @@ class DtMiraSearcher(Searcher):
 
         queries = mira_queries([Topic("q", query, query, query)], self.field, self.model.translator, self.weights,
                                self.stopwords, self.reader, progress=False)
-        return {"best": queries["q"]}
+        return {"best": queries["q"], "untranslated": self.model.untranslated(query)}
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.mira import mira_queries
@@ -635,7 +671,8 @@ class PsqSearcher(Searcher):
             return {}
         table = self.model.psq_table(query, self.settings, self.source.field)
         return {**super().query_translation(query), "psq": [
-            {"source": source, "targets": [{"term": term, "p": p} for term, p in targets.items()]}
+            {"source": source, "targets": [{"term": term, "p": p} for term, p in targets.items()],
+             "untranslated": source is not None and targets == {source: 1.0}}  # searched as itself
             for source, targets in table]}
 
     def run(self, topics, k: int = 1000, progress: bool = False):
@@ -768,7 +805,7 @@ class BowfdSearcher(Reranker):
 
     def rescore(self, topics, candidates, k: int, progress: bool):
         from clirplug.io.topics import topic_field
-        from clirplug.rerank.bowfd import bowfd_reranker
+        from clirplug.rerank.bowfd import bowfd_reranker, explanation
 
         if candidates is None:
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
@@ -776,12 +813,34 @@ class BowfdSearcher(Reranker):
                                   topics=topics)
         frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
         frame = frame[frame["rank"] <= k]
-        derivations = {}
+        derivations, self._explained = {}, {}
         for topic in topics:
             docids = frame.loc[frame["qid"] == topic.id, "docid"].tolist()
-            for record in reranker.derivations(topic_field(topic, self.settings.field), docids) if docids else []:
+            text = topic_field(topic, self.settings.field)
+            for record in reranker.derivations(text, docids) if docids else []:
                 derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
+                self._explained[text, record["docid"]] = explanation(record, reranker.weights)
         return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
+
+    def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
+        """Each document's winning derivation for ``query`` (read as a ``title``): ``{docid: {"derivation", "score",
+        "sentences": [{"yield", "score", "terms": [{"term", "bm25", "weight", "contribution"}, ...]}, ...]}}``, where
+        ``bm25`` is the term's BM25 in the document times the times the derivation fires it, ``weight`` its
+        weight ``w_t``, and ``contribution`` their product, its share of the score; the terms by falling
+        contribution. The documents the last search ranked are explained from its own scoring pass."""
+        shown = super().explanations(query, docids)
+        known = getattr(self, "_explained", {})
+        missing = [docid for docid in docids if (query, docid) not in known]
+        if missing:
+            from clirplug.io.topics import Topic
+            from clirplug.rerank.bowfd import bowfd_reranker, explanation
+
+            reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
+                                      topics=[Topic("q", query, query, query)])
+            known = {**known, **{(query, record["docid"]): explanation(record, reranker.weights)
+                                 for record in reranker.derivations(query, missing)}}
+        shown.update({docid: known[query, docid] for docid in docids if (query, docid) in known})
+        return shown
 
 
 class BoostSearcher(Reranker):
@@ -931,6 +990,16 @@ class TranslationModel:
             return [(" ".join(t.words), t.score) for t in lists[0]]
         bests = [best[0] for best in lists if best]
         return [(" ".join(w for t in bests for w in t.words), sum(t.score for t in bests))] if bests else []
+
+    def untranslated(self, text: str) -> list[str]:
+        """The source words the 1-best translation of ``text`` copies untranslated (no rule of the grammar
+        translates them: the decoder's pass-through rule), in their order."""
+        from clirplug.mt.features import PASS_THROUGH
+
+        pieces = self.translator.sentences(text, split=False)
+        self.translator.restrict(pieces)
+        return [rule.src[0] for tokens in pieces for best in self.translator.translate(tokens, 1)[:1]
+                for rule in best.rules if PASS_THROUGH in rule.feature_dict()]
 
     def psq_table(self, query: str, settings=None, field: str = "title") -> list[tuple[str | None, dict[str, float]]]:
         """The PSQ distributions of ``query``: ``(source token, {target: p})`` per kept token of each sentence,

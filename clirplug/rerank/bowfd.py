@@ -506,6 +506,23 @@ class BowFD:
                 "prefiltered": not bool(result.active[d]), "bm25": fired}
 
 
+def explanation(record: Mapping, weights: BowfdWeights) -> dict:
+    """A winning derivation (a record of :meth:`BowFD.derivations`) for display: ``{"derivation", "score",
+    "sentences": [{"yield", "score", "terms": [{"term", "bm25", "weight", "contribution"}, ...]}, ...]}``, each
+    fired term's ``c(t) bm25(t, d)``, its weight ``w_t`` and their product (its share of the score), the terms by
+    falling contribution."""
+    sentences = []
+    for sentence in record["sentences"]:
+        fired = list(sentence["bm25"].items())
+        term_weights = weights.term_weights([term for term, _ in fired]) if fired else []
+        terms = [{"term": term, "bm25": value, "weight": float(weight), "contribution": float(weight) * value}
+                 for (term, value), weight in zip(fired, term_weights)]
+        sentences.append({"yield": sentence["yield"], "score": sentence["score"],
+                          "terms": sorted(terms, key=lambda term: -term["contribution"])})
+    return {"derivation": " ".join(s["yield"] for s in record["sentences"]), "score": record["score"],
+            "sentences": sentences}
+
+
 class NoLMForests:
     """The -LM forests of a model (the paper's Table 2 ablation): its grammar and weights, no LM.
 

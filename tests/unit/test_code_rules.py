@@ -112,10 +112,14 @@ def test_the_library_does_not_import_the_python_api():
 
 
 def test_only_the_web_application_imports_the_web_stack():
-    """Starlette and uvicorn are the optional extra ``clirplug[serve]``: one module imports them, on first use."""
-    web = [path for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "serve" / "app.py"]
-    assert _importers(web, "starlette") == [] and _importers(web, "uvicorn") == []
-    assert _importers([PACKAGE / "serve" / "app.py"], "starlette"), "the rule checks nothing: no module imports starlette"
+    """FastAPI, Starlette, uvicorn and pydantic are the optional extra ``clirplug[serve]``: the web application
+    imports them (pydantic also its schema module), itself imported on first use."""
+    app, schema = PACKAGE / "serve" / "app.py", PACKAGE / "serve" / "schema.py"
+    web = [path for path in sorted(PACKAGE.rglob("*.py")) if path not in (app, schema)]
+    for package in ("fastapi", "starlette", "uvicorn", "pydantic"):
+        assert _importers(web, package) == [], package
+    assert _importers([schema], "fastapi") == [] and _importers([schema], "uvicorn") == []
+    assert _importers([app], "fastapi") and _importers([schema], "pydantic"), "the rule checks nothing"
 
 
 def test_only_clirplug_pyterrier_imports_pyterrier():
