@@ -193,3 +193,35 @@ def test_the_front_ends_name_no_method_but_through_the_registry():
     assert named == []
     planted = 'if method == "dense":\n    searcher = SEARCHERS["psq"]\nshown = {"psq": 1}\n'
     assert _method_names(ast.parse(planted)) == [(1, "dense"), (2, "psq")]
+
+
+def _method_comparisons(tree) -> list[tuple[int, str]]:
+    """``(line, name)`` of each method's name that the code dispatches on: compared (``==``, ``in``, a ``case``).
+    Subscripts are data's field names (a stage's ``bm25`` settings, a PSQ tuning's ``psq``)."""
+    from clirplug.methods import METHODS
+
+    def named(node) -> list[tuple[int, str]]:
+        return [(n.lineno, n.value) for n in ast.walk(node)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in METHODS]
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            found += named(node)
+        elif isinstance(node, ast.match_case):
+            found += named(node.pattern)
+    return sorted(set(found))
+
+
+def test_the_experiment_reaches_methods_through_the_registry_and_their_planners():
+    """The experiment finds a run's planner, and through it the method's stages, in the method's registry entry
+    (docs/architecture.md, "Adding a method"): outside the planners (one module per method), none of its modules
+    dispatches on a method's name."""
+    experiment = PACKAGE / "experiment"
+    modules = [path for path in sorted(experiment.rglob("*.py")) if experiment / "planners" not in path.parents]
+    named = [(str(path.relative_to(REPO)), *found) for path in modules
+             for found in _method_comparisons(ast.parse(path.read_text(encoding="utf-8")))]
+    assert named == []
+    planted = ('if stage.kind in ("dt", "psq"):\n    pass\nelif "dense" == kind:\n    pass\nmatch m:\n'
+               '    case "boost":\n        pass\nshown = {"psq": 1}\nmethod = s["bm25"]\n')
+    assert _method_comparisons(ast.parse(planted)) == [(1, "dt"), (1, "psq"), (3, "dense"), (6, "boost")]

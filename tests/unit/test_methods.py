@@ -88,3 +88,18 @@ def test_one_table_holds_every_method_and_runs_those_of_experiments():
     assert list(RUNS) == [name for name, entry in METHODS.items() if entry.experiment]
     assert set(METHODS) - set(RUNS) == {"bm25", "dt-mira"}
     assert all(entry.help and len(entry.help) < 70 for entry in METHODS.values())
+
+
+def test_the_experiment_s_models_are_trained_by_the_steps_of_clirplug_train():
+    """``models:`` names steps of the one table of training steps, and the arguments the experiment builds for each
+    are parameters of that step's function (the function of ``clirplug train``, files in, model out)."""
+    from clirplug.data import demo_config
+    from clirplug.experiment.config import load_config
+    from clirplug.experiment.plan import MODEL_ARGUMENTS
+
+    config = load_config(demo_config())
+    for name, arguments in MODEL_ARGUMENTS.items():
+        step = TRAINING[name]
+        built, _, _ = arguments(config, config.root / "src", config.root / "tgt", "flat", config.model_dir)
+        assert set(built) <= set(inspect.signature(step.train).parameters) - {"settings"}, name
+        assert step.per_kind == ("kind" in built) and set(step.needs) <= set(MODEL_ARGUMENTS), name
