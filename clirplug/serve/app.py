@@ -148,11 +148,20 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(app, sock: socket.socket) -> None:
-    """Answer HTTP on ``sock`` with uvicorn until Ctrl-C (or SIGTERM), then finish the requests under way and return."""
+    """Answer HTTP on ``sock`` with uvicorn until Ctrl-C (or SIGTERM), then finish the requests under way and return.
+
+    A second Ctrl-C is ignored, as by every command (:func:`clirplug.interrupts.stop_once`): uvicorn's forced exit
+    cancelled the shutdown under way and logged a traceback, while the requests under way end within their budget.
+    """
     import uvicorn
 
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            super().handle_exit(sig, frame)
+            self.force_exit = False
+
     try:
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it caught once it has shut down: the normal way to stop
         pass
 
