@@ -19,6 +19,7 @@ import signal
 import sys
 import textwrap
 
+from clirplug import interrupts
 from clirplug.errors import ClirplugError
 
 # command name -> module; the order is the order of ``clirplug --help``.
@@ -235,17 +236,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum, frame):
-    """SIGTERM (``kill``, a job scheduler) stops a command as Ctrl-C does."""
-    raise KeyboardInterrupt
-
-
 def main(argv=None) -> int:
-    """Parse ``argv``, run the command, print user errors without a traceback."""
+    """Parse ``argv``, run the command, print user errors without a traceback.
+
+    Ctrl-C and SIGTERM (``kill``, a job scheduler) stop a command alike, once
+    (:func:`clirplug.interrupts.stop_once`): the command cleans up and says in one line what is left, and
+    a further signal is ignored. Without ``argv`` (the program's own command line) they stay ignored after
+    an interrupt, so that none cuts the process's exit short; an in-process call gets its handlers back.
+    """
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    previous = {number: signal.getsignal(number) for number in interrupts.SIGNALS}
+    for number, handler in previous.items():
+        if handler is not signal.SIG_IGN:  # a command started in the background keeps ignoring Ctrl-C
+            signal.signal(number, interrupts.stop_once)
+    interrupted = False
     try:
         for action in args.checked:
             action.check(args)
@@ -254,11 +260,16 @@ def main(argv=None) -> int:
         print(f"clirplug: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # the notes say what is left: outputs are written whole or not at all
+        interrupted = True
+        for number in interrupts.SIGNALS:  # also when the interrupt came another way than stop_once
+            signal.signal(number, signal.SIG_IGN)
         notes = getattr(interrupt, "__notes__", None) or ["no output was half-written"]
         print(f"clirplug: interrupted; {'; '.join(notes)}", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not (interrupted and argv is None):
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     return int(result or 0)
 
 

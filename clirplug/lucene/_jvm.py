@@ -124,6 +124,11 @@ def java_error_text(error) -> str:
     return f"{error.classname.rpartition('.')[2]}: {error.innermessage}"
 
 
+def java_trace_text(error) -> str:
+    """The stack trace of a ``JavaException``, its causes (``Caused by:``) included."""
+    return "\n".join(str(line) for line in error.stacktrace or ())
+
+
 def detach_thread() -> None:
     """Detach the calling thread from the JVM: a thread other than the main one that called Java must, before it ends."""
     _jnius().detach()

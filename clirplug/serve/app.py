@@ -270,7 +270,8 @@ class _JsonH11(H11Protocol):
 
 class _Server(uvicorn.Server):
     """uvicorn's server, which on SIGTERM or Ctrl-C also stops the app's search worker (answering the requests
-    under way at once)."""
+    under way at once), and ignores a second Ctrl-C: uvicorn's forced exit cancelled the shutdown under way and
+    logged a traceback."""
 
     def __init__(self, app: FastAPI):
         super().__init__(uvicorn.Config(app, log_level="warning", http=_JsonH11, lifespan="on",
@@ -279,6 +280,7 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig, frame) -> None:
         super().handle_exit(sig, frame)
+        self.force_exit = False  # a second Ctrl-C is ignored, as by every command (clirplug.interrupts.stop_once)
         state = self.web_app.state
         if hasattr(state, "worker"):  # from the signal handler: let the event loop take the worker's lock
             state.loop.call_soon_threadsafe(state.worker.stop)
