@@ -52,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
 TRANSLATION_DEFAULTS: dict[str, Any] = {"split": "dev", "lines": 300, "outputs": ["word-by-word"]}
 TRANSLATION_OUTPUTS = ("word-by-word", "hiero", "flat")
 COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "corpus": None, "irds": None, "name": None, "lang": "de",
-                                        "doc_lang": "en"}
+                                        "doc_lang": "en", "passages": None, "passage_hits": None}
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,13 @@ class Collection:
     doc_lang: str = "en"
     irds: str | None = None
     documents: Path | None = None  # the documents, when not the folder's corpus.jsonl (collection.corpus)
+    passages: int | None = None  # searched as passages of at most this many words, pages scored by MaxP
+    passage_hits: int | None = None  # passages searched per query on a passage collection
+
+    @property
+    def searched_name(self) -> str:
+        """The name of what is searched, in index folder names: the collection's, ``.passages-<words>`` for passages."""
+        return self.name if self.passages is None else f"{self.name}.passages-{self.passages}"
 
     def topics(self, split: str) -> Path:
         return self.path / f"topics.{split}.jsonl"
@@ -126,7 +133,12 @@ class ExperimentConfig:
 
     @property
     def index_dir(self) -> Path:
-        return self.root / "indexes" / self.collection.name
+        return self.root / "indexes" / self.collection.searched_name
+
+    @property
+    def passage_file(self) -> Path:
+        """The passages of a passage collection (``collection.passages``), cut by the experiment beside its index."""
+        return self.root / "indexes" / f"{self.collection.searched_name}.jsonl"
 
     @property
     def model_dir(self) -> Path:
@@ -238,6 +250,24 @@ def _check_name(source, key, value) -> str:
     return value
 
 
+def _with_passages(source, collection: Collection, coll: dict, hits) -> Collection:
+    """``collection`` with its ``passages`` and ``passage_hits`` keys checked (``passage_hits``: 10 times ``hits``
+    by default, as Pyserini searches 10,000 passages for 1,000 MaxP documents)."""
+    from dataclasses import replace
+
+    if coll["passages"] is None:
+        if coll["passage_hits"] is not None:
+            raise _error(source, "collection.passage_hits", "needs collection.passages (the words of a passage)")
+        return collection
+    words = _check_type(source, "collection.passages", coll["passages"], int)
+    passage_hits = _check_type(source, "collection.passage_hits", coll["passage_hits"], int) \
+        if coll["passage_hits"] is not None else 10 * hits if isinstance(hits, int) else None
+    for key, value in (("passages", words), ("passage_hits", passage_hits)):
+        if isinstance(value, int) and value < 1:
+            raise _error(source, f"collection.{key}", f"must be at least 1, got {value}")
+    return replace(collection, passages=words, passage_hits=passage_hits)
+
+
 def _references(spec: RunSpec) -> list[str]:
     """The runs an entry reads: a fusion's ``runs``, a reranker's ``candidates``."""
     return [*(getattr(spec.settings, "runs", None) or ()), *filter(None, [getattr(spec.settings, "candidates", None)])]
@@ -331,6 +361,7 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
         collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"],
                                 documents=documents)
+    collection = _with_passages(source, collection, coll, values["hits"])
 
     exp_name = values["name"] if values["name"] is not None else Path(source).stem
     exp_name = _check_name(source, "name", exp_name)
