@@ -17,6 +17,8 @@ from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import read_run
 from clirplug.passages import max_passage
 
+from lucene_tiny import TINY_DOCS as TINY
+
 pytestmark = pytest.mark.jvm
 
 DEMO = Path(__file__).resolve().parents[2] / "clirplug" / "data" / "demo"
@@ -99,3 +101,21 @@ def test_bowfd_and_bad_passage_keys_are_refused_in_one_line(tmp_path):
         _config(tmp_path, passages=0)
     with pytest.raises(ClirplugError, match=r"collection.passage_hits: needs collection.passages"):
         _config(tmp_path, passages=None, passage_hits=10)
+
+
+def test_search_max_passage_ranks_the_pages_of_a_passage_index(tiny_corpus, tmp_path):
+    from clirplug.cli import main
+    from clirplug.lucene.index import build_index
+    from clirplug.passages import write_passages
+
+    passages = tmp_path / "passages.jsonl"
+    write_passages(tiny_corpus, passages, words=4, progress=False)
+    build_index(passages, tmp_path / "index", language="en", progress=False)
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\tfile directory\nq2\tstandard output patterns\n", encoding="utf-8")
+    common = ["search", "--index", str(tmp_path / "index"), "--topics", str(topics), "--hits", "50"]
+    assert main([*common, "--output", str(tmp_path / "passages.trec")]) == 0
+    assert main([*common, "--output", str(tmp_path / "pages.trec"), "--max-passage", "--max-passage-hits", "3"]) == 0
+    pages = read_run(tmp_path / "pages.trec")
+    assert pages[["qid", "docid", "rank", "score"]].equals(max_passage(read_run(tmp_path / "passages.trec"), 3))
+    assert pages.groupby("qid").size().tolist() == [3, 2] and pages["docid"].isin({d["id"] for d in TINY}).all()
