@@ -250,7 +250,7 @@ def _check_name(source, key, value) -> str:
     return value
 
 
-def _with_passages(source, collection: Collection, coll: dict, hits) -> Collection:
+def _with_passages(source, collection: Collection, coll: dict, hits: int) -> Collection:
     """``collection`` with its ``passages`` and ``passage_hits`` keys checked (``passage_hits``: 10 times ``hits``
     by default, as Pyserini searches 10,000 passages for 1,000 MaxP documents)."""
     from dataclasses import replace
@@ -260,10 +260,10 @@ def _with_passages(source, collection: Collection, coll: dict, hits) -> Collecti
             raise _error(source, "collection.passage_hits", "needs collection.passages (the words of a passage)")
         return collection
     words = _check_type(source, "collection.passages", coll["passages"], int)
-    passage_hits = _check_type(source, "collection.passage_hits", coll["passage_hits"], int) \
-        if coll["passage_hits"] is not None else 10 * hits if isinstance(hits, int) else None
+    passage_hits = 10 * hits if coll["passage_hits"] is None else \
+        _check_type(source, "collection.passage_hits", coll["passage_hits"], int)
     for key, value in (("passages", words), ("passage_hits", passage_hits)):
-        if isinstance(value, int) and value < 1:
+        if value < 1:
             raise _error(source, f"collection.{key}", f"must be at least 1, got {value}")
     return replace(collection, passages=words, passage_hits=passage_hits)
 
@@ -361,7 +361,6 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
         collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"],
                                 documents=documents)
-    collection = _with_passages(source, collection, coll, values["hits"])
 
     exp_name = values["name"] if values["name"] is not None else Path(source).stem
     exp_name = _check_name(source, "name", exp_name)
@@ -391,6 +390,7 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     jobs = _check_type(source, "jobs", values["jobs"], int)
     if hits < 1 or jobs < 1:
         raise _error(source, "hits" if hits < 1 else "jobs", "must be at least 1")
+    collection = _with_passages(source, collection, coll, hits)
     executor = _check_type(source, "executor", values["executor"], str)
     if executor not in EXECUTORS:
         raise _error(source, "executor", f"expected one of {', '.join(EXECUTORS)}, got {executor!r}")

@@ -322,10 +322,12 @@ class Plan:
         page_file = run_file(c, run["split"], run["field"], run["name"])
         if c.collection.passages is not None and not fuses_pages:
             passage_file = passage_run_file(c, run["split"], run["field"], run["name"])
-            self.passage_stages[key] = self.add(Stage(
-                f"passages.{name}", kind, {"hits": c.collection.passage_hits, **settings}, tuple(inputs), tuple(deps),
-                (passage_file,), {**run, "passages": True}, tuple(inputs_from)))
-            kind, settings, inputs, deps, inputs_from = "maxp", {"delimiter": DELIMITER}, (), (f"passages.{name}",), (passage_file,)
+            passages = self.add(Stage(f"passages.{name}", kind, {"hits": c.collection.passage_hits, **settings},
+                                      tuple(inputs), tuple(deps), (passage_file,), {**run, "passages": True},
+                                      tuple(inputs_from)))
+            self.passage_stages[key] = passages
+            kind, settings = "maxp", {"delimiter": DELIMITER}
+            inputs, deps, inputs_from = (), (passages,), (passage_file,)
         stage = Stage(name, kind, {"hits": c.hits, **settings}, tuple(inputs), tuple(deps), (page_file,), run,
                       tuple(inputs_from))
         self.run_stages[key] = name
