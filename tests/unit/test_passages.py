@@ -8,7 +8,7 @@ import pytest
 
 from clirplug.corpus import Document, read_corpus
 from clirplug.errors import ClirplugError
-from clirplug.passages import max_passage, page_ids, passages_of, read_passages, write_passages
+from clirplug.passages import max_passage, page_id, passages_of, read_passages, write_passages
 
 pytestmark = pytest.mark.unit
 
@@ -64,8 +64,8 @@ def test_a_bad_word_count_or_corpus_is_one_error_and_nothing_is_written(tmp_path
 # ----------------------------------------------------------------------------- MaxP
 
 def test_page_ids_split_at_the_last_delimiter():
-    ids = pd.Series(["ls.1#0", "a#b#12", "plain", "x#"])
-    assert page_ids(ids).tolist() == ["ls.1", "a#b", "plain", "x"]
+    assert [page_id(p) for p in ("ls.1#0", "a#b#12", "plain", "x#")] == ["ls.1", "a#b", "plain", "x"]
+    assert page_id("a|3", "|") == "a"
 
 
 def _brute_force_maxp(rows, hits):
@@ -104,6 +104,14 @@ def test_maxp_by_hand_and_on_a_dict_run():
     assert list(got.itertuples(index=False, name=None)) == [("q", "a", 1, 3.0), ("q", "b", 2, 3.0)]
     assert max_passage({"q": {"a|0": 1.0, "a|1": 2.0}}, 10, delimiter="|")["docid"].tolist() == ["a"]
     assert max_passage(pd.DataFrame(columns=["qid", "docid", "score"]), 10).empty
+    assert list(max_passage({}, 10).columns) == ["qid", "docid", "rank", "score"]
+
+
+def test_maxp_refuses_a_bad_run_in_one_line():
+    with pytest.raises(ClirplugError, match="run score nan is not finite for query 'q', document 'a#1'"):
+        max_passage({"q": {"a#0": 1.0, "a#1": float("nan")}}, 10)
+    with pytest.raises(ClirplugError, match="lacks column"):
+        max_passage(pd.DataFrame({"qid": ["q"], "docid": ["a#0"]}), 10)
 
 
 def test_maxp_refuses_a_bad_depth_or_delimiter():
