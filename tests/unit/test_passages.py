@@ -119,3 +119,25 @@ def test_maxp_refuses_a_bad_depth_or_delimiter():
         max_passage({"q": {"a#0": 1.0}}, 0)
     with pytest.raises(ClirplugError, match="delimiter cannot be empty"):
         max_passage({"q": {"a#0": 1.0}}, 10, delimiter="")
+
+
+def test_dense_words_are_chosen_by_the_maxp_of_passage_runs():
+    """choose_words on a passage collection: each value's passage run measured as pages against page qrels."""
+    from clirplug.dense import choose_words
+    from clirplug.io.runs import run_frame
+
+    class Passages:  # a searcher of fixed passage rankings
+        def __init__(self, ranked):
+            self.ranked = ranked
+
+        def search_all(self, queries, hits, progress=False, timed=None):
+            return run_frame([(qid, self.ranked[:hits]) for qid in queries])
+
+    qrels = pd.DataFrame({"qid": ["q"], "docid": ["good"], "relevance": [1]})
+    # as pages, the vectors of 16 words rank the relevant page second (AP 0.5), those of 48 words first (AP 1.0)
+    searchers = {16: Passages([("b#0", 3.0), ("good#1", 2.0), ("c#0", 1.0)]),
+                 48: Passages([("good#0", 3.0), ("b#0", 2.0), ("b#1", 1.0)])}
+    best, values = choose_words(searchers, {"q": "query"}, qrels, hits=10, max_passage_hits=5)
+    assert (best, values) == (48, {16: 0.5, 48: 1.0})
+    passages_only = choose_words(searchers, {"q": "query"}, qrels, hits=10)[1]
+    assert passages_only == {16: 0.0, 48: 0.0}  # passage ids match no page of the qrels
