@@ -275,19 +275,24 @@ class DenseSearcher:
 
 def choose_words(searchers: Mapping[int, DenseSearcher], queries: Mapping[str, str], qrels, *, hits: int = 1000,
                  measure: str = "MAP", timed: Mapping[str, tuple[np.ndarray, float]] | None = None,
-                 log=None) -> tuple[int, dict[int, float]]:
+                 log=None, max_passage_hits: int | None = None) -> tuple[int, dict[int, float]]:
     """The ``words`` whose document vectors give ``queries`` the best ``measure`` on ``qrels`` (the first of
     ``searchers`` on ties), and each value's measure.
 
     ``searchers`` maps each ``words`` value to the searcher of the vectors embedded with it (:func:`cache_folder`);
     all search the query vectors ``timed`` (:func:`embed_timed`; embedded by each searcher when None).
-    ``log(words, value)`` is called as each value is measured.
+    ``log(words, value)`` is called as each value is measured. With ``max_passage_hits``, the searchers' documents
+    are passages and ``qrels`` judge pages: each run is measured as the page run of its best passages
+    (:func:`clirplug.passages.max_passage`).
     """
     from clirplug.eval.measures import evaluate
+    from clirplug.passages import max_passage
 
     values = {}
     for words, searcher in searchers.items():
         run = searcher.search_all(queries, hits, progress=False, timed=timed)
+        if max_passage_hits is not None:
+            run = max_passage(run, max_passage_hits)
         values[words] = float(evaluate(qrels, {"run": run}, [measure])["value"].iloc[0])
         if log is not None:
             log(words, values[words])

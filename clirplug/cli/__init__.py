@@ -30,6 +30,7 @@ COMMANDS = {
     "eval": "clirplug.cli.eval",
     "train": "clirplug.cli.train",
     "translate": "clirplug.cli.translate",
+    "passages": "clirplug.cli.passages",
     "fuse": "clirplug.cli.fuse",
     "rerank": "clirplug.cli.rerank",
     "experiment": "clirplug.cli.experiment",
@@ -151,6 +152,32 @@ def write_run_file(frame, args, depth: int, summary: str) -> None:
 
 
 TOPICS_HELP = "topics: JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV (qid<TAB>text), or irds:ID (an ir_datasets id)"
+
+
+def add_max_passage(container, hits_default: str):
+    """Pyserini's ``--max-passage``, ``--max-passage-hits`` and ``--max-passage-delimiter``: a run over passages
+    (ids ``<page id>#<k>``) taken as a run over pages, each scored by its best passage (MaxP)."""
+    from clirplug.passages import DELIMITER
+
+    group = container.add_argument_group("passages (MaxP: a page scored by its best passage)")
+    group.add_argument("--max-passage", action="store_true",
+                       help="the documents are passages: rank pages by their best passage")
+    group.add_argument("--max-passage-hits", type=int, default=None, metavar="N",
+                       help=f"pages per query with --max-passage (default: {hits_default})")
+    group.add_argument("--max-passage-delimiter", default=DELIMITER, metavar="STR",
+                       help=f"between a page id and a passage number in a passage id (default: {DELIMITER})")
+
+
+def max_passage_run(frame, args, hits: int):
+    """``frame`` as :func:`add_max_passage`'s options say: unchanged, or its pages by MaxP (``hits`` pages per
+    query unless ``--max-passage-hits``); a one-line error for a MaxP option without ``--max-passage``."""
+    from clirplug.passages import DELIMITER, max_passage
+
+    if not args.max_passage:
+        if args.max_passage_hits is not None or args.max_passage_delimiter != DELIMITER:
+            raise ClirplugError("--max-passage-hits and --max-passage-delimiter need --max-passage")
+        return frame
+    return max_passage(frame, args.max_passage_hits or hits, args.max_passage_delimiter)
 
 
 def add_topic_lang(container):

@@ -2,11 +2,13 @@
 
 from clirplug.cli import (
     TOPICS_HELP,
+    add_max_passage,
     add_output,
     add_run_file,
     add_src_lang,
     add_threads,
     add_topic_lang,
+    max_passage_run,
     method_list,
     write_run_file,
 )
@@ -52,6 +54,7 @@ def add_arguments(parser):
     add_settings(parser, Bm25Run)
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_max_passage(parser, "100, as Pyserini's; --hits is then the passages searched")
     model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
     model.add_argument("--model", metavar="PATH",
                        help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
@@ -168,6 +171,7 @@ def run(args):
     from clirplug.io.topics import read_topics, require_field, topic_field
     from clirplug.lucene.index import check_index
     from clirplug.methods import Bm25Run, DenseRun
+    from clirplug.passages import MAX_PASSAGE_HITS
 
     if args.hits is not None and args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
@@ -188,5 +192,6 @@ def run(args):
     else:
         frame = searcher.batch_search_frame([topic_field(t, args.field) for t in topics], [t.id for t in topics],
                                       k=args.hits, progress=not args.quiet)
-    write_run_file(frame, args, depth=args.hits,
+    frame = max_passage_run(frame, args, MAX_PASSAGE_HITS)
+    write_run_file(frame, args, depth=(args.max_passage_hits or MAX_PASSAGE_HITS) if args.max_passage else args.hits,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")
