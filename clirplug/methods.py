@@ -116,6 +116,12 @@ class DenseRun(Settings):
 
     words: int = option(48, "embed a document as its title and this many first words", low=0)
     grid: object | None = option(None, "{words: [...]}: the word count chosen on the tune split")
+    search: str = option("exact", "exact: every document's cosine; hnsw: the candidates of a Lucene HNSW index, "
+                         "rescored exactly", choices=("exact", "hnsw"))
+    m: int = option(16, "HNSW: neighbours per node of the graph (Lucene's M)", low=2, high=512)
+    ef_construction: int = option(100, "HNSW: beam width building the graph (efConstruction)", low=1,
+                                 high=3200)
+    ef_search: int = option(1000, "HNSW: beam width searching it (efSearch; at least the hits asked for)", low=1)
 
 
 @dataclass(frozen=True)
