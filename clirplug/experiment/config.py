@@ -395,6 +395,9 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         if method not in RUNS:
             raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(RUNS)})")
         runs.append(RunSpec(run_name, method, *RUNS[method].read(settings, f"{source}: {key}")))
+        if method == "dense" and runs[-1].settings.search != "exact":  # no stage builds an HNSW index yet
+            raise _error(source, f"{key}.search", "an experiment searches dense vectors exactly; search: hnsw is "
+                                                  "for clirplug search, clirplug serve and the Python API")
     names = {spec.name for spec in runs}
     for spec in runs:
         for other in _references(spec):
