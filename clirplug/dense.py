@@ -278,7 +278,7 @@ class DenseSearcher:
             rows = np.arange(len(self.docids))
             scores = cosines(self.embeddings, vector)
         else:
-            rows = np.sort(self.hnsw.search(vector, max(self.ef_search, hits))[0])
+            rows = self.hnsw.search(vector, max(self.ef_search, hits))[0]
             scores = cosines(self.embeddings[rows], vector)
         return [(self.docids[rows[i]], float(scores[i])) for i in top_hits(scores, self._tiebreak[rows], hits)]
 
