@@ -11,7 +11,8 @@ unless present). Each topic field is embedded once as e5 queries; each query vec
 ``--hnsw M:EFC:EFSEARCH`` (built unless present; build seconds reported when built here). Prints, per
 configuration, recall@100 (100 hits asked) and recall@1000 (1000 hits asked) against the exact top 100
 and 1000 over all queries of all fields, the median and p90 milliseconds of a 1000-hit search (the query
-already embedded), and the index's size.
+already embedded; HNSW's after a warm-up pass, as Java compiles its search on the first calls), and the
+index's size.
 """
 
 import argparse
