@@ -121,7 +121,7 @@ class HnswIndex:
         Lucene computes them (float32, ``2 * score - 1``).
 
         The query's rewrite runs the graph search; its hits are read through the scorer's iterator, two calls
-        returning numbers per hit (reading ``TopDocs.scoreDocs`` makes a Python object of each hit, ten times
+        returning numbers per hit (reading ``TopDocs.scoreDocs`` makes a Python object of each hit, some fifty times
         slower).
         """
         query = self._searcher.rewrite(self._query(VECTOR_FIELD, np.asarray(vector, dtype=np.float32).tolist(), ef))
