@@ -97,7 +97,7 @@ def main():
         print(f"| hnsw | {m} | {efc} | {ef} | {recall(found_100, exact_100, 100):.4f} | "
               f"{recall(found_1000, exact_1000, 1000):.4f} | {statistics.median(millis):.2f} | {p90(millis):.2f} | "
               f"{build} | {folder_size(index) / 2**20:.1f} |", flush=True)
-        searcher.hnsw.close()
+        searcher.vector_index.close()
 
 
 if __name__ == "__main__":

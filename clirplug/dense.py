@@ -44,7 +44,7 @@ from clirplug.corpus import Document, corpus_files, read_corpus
 from clirplug.digest import file_digest, update_digest
 from clirplug.errors import ClirplugError
 from clirplug.io.npz import read_arrays
-from clirplug.methods import DenseRun
+from clirplug.lucene import hnsw
 
 DEFAULT_WORDS = 48
 CHUNK = 256  # documents embedded between two saves (30 to 60 s on 2 cores)
@@ -248,23 +248,21 @@ class DenseSearcher:
     """Cosine search of e5 query vectors against the cached document vectors of one folder, exact or through a
     Lucene HNSW index of them (built there unless present, with a progress bar when ``progress``)."""
 
-    def __init__(self, folder, model=None, *, search: str = DenseRun.search, m: int = DenseRun.m,
-                 ef_construction: int = DenseRun.ef_construction, ef_search: int = DenseRun.ef_search,
-                 progress: bool = False):
-        settings = DenseRun.from_values({"search": search, "m": m, "ef_construction": ef_construction,
-                                         "ef_search": ef_search})
+    def __init__(self, folder, model=None, *, search: str = "exact", m: int = hnsw.M,
+                 ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, progress: bool = False):
+        hnsw.check_search(search, m, ef_construction, ef_search)
         self.embeddings, self.docids = load_embeddings(folder)
         self.model = model or load_model()
         self._tiebreak = np.empty(len(self.docids), dtype=np.int64)  # docid order
         self._tiebreak[sorted(range(len(self.docids)), key=self.docids.__getitem__)] = np.arange(len(self.docids))
-        self.ef_search = settings.ef_search
-        self.hnsw = None
-        if settings.search == "hnsw":
+        self.ef_search = ef_search
+        self.vector_index = None
+        if search == "hnsw":
             from clirplug.lucene.vectors import HnswIndex, build_hnsw_index, hnsw_index_name
 
-            index = Path(folder) / hnsw_index_name(settings.m, settings.ef_construction)
-            build_hnsw_index(self.embeddings, self.docids, index, settings.m, settings.ef_construction, progress)
-            self.hnsw = HnswIndex(index, self.docids)
+            index = Path(folder) / hnsw_index_name(m, ef_construction)
+            build_hnsw_index(self.embeddings, self.docids, index, m, ef_construction, progress)
+            self.vector_index = HnswIndex(index, self.docids)
 
     def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, cosine) pairs for ``query``; [] for a blank query."""
@@ -274,11 +272,11 @@ class DenseSearcher:
 
     def search_vector(self, vector: np.ndarray, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, cosine) pairs for a unit query vector (from :func:`embed_queries`)."""
-        if self.hnsw is None:
+        if self.vector_index is None:
             rows = np.arange(len(self.docids))
             scores = cosines(self.embeddings, vector)
         else:
-            rows = self.hnsw.search(vector, max(self.ef_search, hits))[0]
+            rows = self.vector_index.search(vector, max(self.ef_search, hits))[0]
             scores = cosines(self.embeddings[rows], vector)
         return [(self.docids[rows[i]], float(scores[i])) for i in top_hits(scores, self._tiebreak[rows], hits)]
 
@@ -306,8 +304,8 @@ def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=Non
 
 
 def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAULT_WORDS, hits: int = 1000,
-              threads: int | None = None, progress: bool = True, search: str = DenseRun.search, m: int = DenseRun.m,
-              ef_construction: int = DenseRun.ef_construction, ef_search: int = DenseRun.ef_search):
+              threads: int | None = None, progress: bool = True, search: str = "exact", m: int = hnsw.M,
+              ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH):
     """Dense retrieval of each topic's ``field`` over ``corpus`` (``clirplug search --method dense``).
 
     The documents (title and first ``words`` words) are embedded once into :func:`cache_folder`

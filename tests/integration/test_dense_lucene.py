@@ -85,15 +85,15 @@ def test_hnsw_returns_the_exact_top_k_with_exact_scores_and_lucene_agrees(tmp_pa
     for vector in _queries(folder, 12):
         for hits in (1, 10, 100, 400):
             assert hnsw.search_vector(vector, hits) == exact.search_vector(vector, hits)  # recall 1, same scores
-        rows, lucene = hnsw.hnsw.search(vector, 50)
+        rows, lucene = hnsw.vector_index.search(vector, 50)
         assert len(set(rows)) == 50
         np.testing.assert_allclose(lucene, dense.cosines(exact.embeddings[rows], vector), rtol=0, atol=1e-6)
-    hnsw.hnsw.close()
+    hnsw.vector_index.close()
 
 
 def test_an_hnsw_index_is_built_once_and_reused(tmp_path, monkeypatch):
     folder = _vector_folder(tmp_path / "vectors", 50)
-    dense.DenseSearcher(folder, model="unused", search="hnsw", m=4, ef_construction=10).hnsw.close()
+    dense.DenseSearcher(folder, model="unused", search="hnsw", m=4, ef_construction=10).vector_index.close()
 
     def no_build(*args):
         raise AssertionError("the index was built again")
@@ -108,8 +108,9 @@ def test_an_hnsw_index_is_built_once_and_reused(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("settings, message", [({"search": "ann"}, "search: expected one of exact, hnsw"),
-                                               ({"m": 1}, "m: must be at least 2"),
-                                               ({"ef_search": 0}, "ef_search: must be at least 1")])
+                                               ({"m": 1}, "m: must be a whole number from 2 to 512"),
+                                               ({"ef_construction": 3201}, "ef_construction: must be a whole"),
+                                               ({"ef_search": 0}, "ef_search: must be a whole number from 1")])
 def test_bad_hnsw_settings_name_the_setting(tmp_path, settings, message):
     from clirplug.errors import ClirplugError
 
