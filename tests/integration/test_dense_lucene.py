@@ -57,7 +57,7 @@ def test_cli_hnsw_search_writes_the_exact_run_on_a_tiny_collection(tiny_index, t
     assert _search(tiny_index, tiny_corpus, topics, tmp_path / "hnsw.trec", "--search", "hnsw", "--m", "4",
                    "--ef-construction", "8", "--ef-search", "10") == 0
     assert (tmp_path / "hnsw.trec").read_bytes() == (tmp_path / "exact.trec").read_bytes()
-    assert (dense.cache_folder(tiny_index, tiny_corpus, 8) / vectors.hnsw_index_name(4, 8) / "segments_1").is_file()
+    assert any((dense.cache_folder(tiny_index, tiny_corpus, 8) / vectors.hnsw_index_name(4, 8)).glob("segments_*"))
 
 
 def _vector_folder(folder: Path, count: int, dims: int = 24, seed: int = 5) -> Path:
