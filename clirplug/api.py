@@ -688,7 +688,8 @@ class DenseSearcher(Searcher):
     :func:`clirplug.dense.dense_run`): the query embedded whole, documents ranked by cosine.
 
     The documents (each its title and first ``words`` words) are embedded once, into the cache beside
-    the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`).
+    the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`); with
+    ``search="hnsw"``, a Lucene HNSW index of the vectors is built there once too.
 
     Parameters
     ----------
@@ -700,18 +701,28 @@ class DenseSearcher(Searcher):
         How many first words of a document are embedded after its title.
     threads : int, optional
         Threads of the embedding model (default: all cores).
+    search : str
+        ``exact`` (every document's cosine) or ``hnsw`` (the candidates HNSW finds, rescored exactly).
+    m, ef_construction, ef_search : int
+        HNSW's graph degree, beam width building the graph and beam width searching it.
     """
 
-    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None):
+    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None,
+                 search: str = DenseRun.search, m: int = DenseRun.m, ef_construction: int = DenseRun.ef_construction,
+                 ef_search: int = DenseRun.ef_search):
         from clirplug import dense
 
-        words = DenseRun.from_values({"words": words}).words
+        settings = DenseRun.from_values({"words": words, "search": search, "m": m,
+                                         "ef_construction": ef_construction, "ef_search": ef_search})
         if threads is not None:
             _at_least_one(threads, "threads")
-        self._spec = {"index": index, "corpus": corpus, "words": words, "threads": threads}
+        lookup = {"search": settings.search, "m": settings.m, "ef_construction": settings.ef_construction,
+                  "ef_search": settings.ef_search}
+        self._spec = {"index": index, "corpus": corpus, "words": settings.words, "threads": threads, **lookup}
         model = dense.load_model(threads)
-        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, words), words, model, progress=False)
-        self.searcher = dense.DenseSearcher(folder, model)
+        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words), settings.words, model,
+                                    progress=False)
+        self.searcher = dense.DenseSearcher(folder, model, **lookup)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         queries = {topic.id: topic.title for topic in topics}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
+from clirplug.lucene import hnsw
 from clirplug.mt import KINDS
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
@@ -117,6 +118,14 @@ class DenseRun(Settings):
 
     words: int = option(48, "embed a document as its title and this many first words", low=0)
     grid: object | None = option(None, "{words: [...]}: the word count chosen on the tune split")
+    search: str = option("exact", "exact: every document's cosine; hnsw: the candidates of a Lucene HNSW index, "
+                         "rescored exactly", choices=hnsw.SEARCHES)
+    m: int = option(hnsw.M, "HNSW: neighbours per node of the graph (Lucene's M)")
+    ef_construction: int = option(hnsw.EF_CONSTRUCTION, "HNSW: beam width building the graph (efConstruction)")
+    ef_search: int = option(hnsw.EF_SEARCH, "HNSW: beam width searching it (efSearch; at least the hits asked for)")
+
+    def validate(self, name_of=str) -> None:
+        hnsw.check_search(self.search, self.m, self.ef_construction, self.ef_search, name_of)
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,8 @@ def _dense(args, topics):
 
     _require(args, "corpus")
     return dense_run(topics, index=args.index, corpus=args.corpus, field=args.field, words=args.words, hits=args.hits,
-                     threads=args.threads, progress=not args.quiet)
+                     threads=args.threads, progress=not args.quiet, search=args.search, m=args.m,
+                     ef_construction=args.ef_construction, ef_search=args.ef_search)
 
 
 def _system(args):

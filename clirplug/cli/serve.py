@@ -104,7 +104,8 @@ def searcher_options(args) -> dict:
         "boost": _given(model=args.boost_model, **rerank),
         "bowfd": {"first_stage": BowfdRun.candidates, **rerank, "weights": args.weights, "v": args.v,
                   "lm": not args.no_lm},
-        "dense": _given(words=args.words, threads=args.threads),
+        "dense": _given(words=args.words, threads=args.threads, search=args.search, m=args.m,
+                        ef_construction=args.ef_construction, ef_search=args.ef_search),
         "fusion": _given(searchers=args.fuse, method=args.fuser, kappa=args.kappa),
     }
 

@@ -183,7 +183,8 @@ METHOD_FLAGS = {
               "depth": ("rerank", "--depth")},
     "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
                "measure": ("fuse", "--measure")},
-    "dense": {"words": ("search", "--words"), "grid": None},
+    "dense": {"words": ("search", "--words"), "grid": None, "search": ("search", "--search"), "m": ("search", "--m"),
+              "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search")},
 }
 # Settings classes whose every setting has the flag of the same name: (class, command)
 CLASS_FLAGS = [(BowfdConfig, "rerank"), *[(step.settings, f"train {name}") for name, step in TRAINING.items()]]

@@ -22,7 +22,8 @@ PARAMETERS = {
     "boost": {"candidates": "candidates"},
     "bowfd": {"candidates": "candidates", "kind": "kind", "lm": "lm", "depth": "depth"},
     "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None},
-    "dense": {"words": "words", "grid": None},
+    "dense": {"words": "words", "grid": None, "search": "search", "m": "m", "ef_construction": "ef_construction",
+              "ef_search": "ef_search"},
 }
 # the parameters taking a library settings object, and its class
 SETTINGS_PARAMETERS = {("psq", "settings"): "PsqSettings", ("bowfd", "config"): "BowfdConfig"}
