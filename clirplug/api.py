@@ -38,6 +38,7 @@ from typing import NamedTuple
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
 from clirplug.methods import DenseRun
+from clirplug.rerank.config import DEFAULT_DEPTH
 
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
 
@@ -748,7 +749,7 @@ class BowfdSearcher(Reranker):
     derives = True
 
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
-                 v: float | None = None, lm: bool = True, depth: int = 100):
+                 v: float | None = None, lm: bool = True, depth: int = DEFAULT_DEPTH):
         from clirplug.lucene.reader import LuceneIndex
         from clirplug.rerank.config import BowfdConfig
 

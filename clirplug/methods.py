@@ -22,13 +22,14 @@ Adding a method: a settings class, its library function and its searcher here, a
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
 from clirplug.mt import KINDS
+from clirplug.rerank.config import DEFAULT_DEPTH
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
 from clirplug.train.boost import BoostSettings, train_boost
@@ -96,8 +97,8 @@ class BowfdRun(Settings):
     # Not the training's depth (BowfdSettings.depth), which an entry cannot set: the experiment trains with
     # its default whatever the run's depth (the demo reranks 50, trained with 100); passing this one
     # instead would change the demo's weights and runs.
-    depth: int = option(100, "candidates reranked per topic (the training keeps BowfdSettings.depth's default)",
-                        low=1)
+    depth: int = option(DEFAULT_DEPTH, "candidates reranked per topic (the training keeps BowfdSettings.depth's "
+                        "default)", low=1)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,10 @@ class Method:
     ``library`` and ``searcher`` name a function and a class as ``"module:name"``, imported on use: the
     modules of the methods import numpy, which building the command line's parser does not. A method
     that ``reranks`` rescores a first stage's candidates (its searcher is a :class:`clirplug.api.Reranker`);
-    ``experiment`` says whether an experiment's ``runs:`` may name it.
+    ``experiment`` says whether an experiment's ``runs:`` may name it. ``flags`` maps each searcher keyword
+    argument that the command line sets (``clirplug search``, ``clirplug serve``) to the destination of the
+    flag giving it (``{"settings": "psq"}``: ``--psq`` gives PSQ's ``settings``;
+    :func:`clirplug.cli.options.searcher_arguments`).
     """
 
     settings: type[Settings]
@@ -173,6 +177,7 @@ class Method:
     experiment: bool = True
     training: TrainingStep | None = None
     fixed: tuple[str, ...] = ()
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     def function(self) -> Callable:
         """The library function that makes the method's run frame (``qid, docid, rank, score``)."""
@@ -199,26 +204,34 @@ def _imported(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
+BM25_FLAGS = {"k1": "k1", "b": "b"}
+DT_FLAGS = {"field": "field", "stopwords": "stopwords", **BM25_FLAGS}
+
 METHODS: dict[str, Method] = {
     "bm25": Method(Bm25Run, "clirplug.lucene.search:bm25_search", "clirplug.api:LuceneSearcher", ("index",),
-                   "BM25 of the untranslated query", experiment=False),
+                   "BM25 of the untranslated query", experiment=False, flags=BM25_FLAGS),
     "dt": Method(DtRun, "clirplug.qt.dt:dt_run", "clirplug.api:DtSearcher", ("index", "model"),
-                 "direct translation: BM25 of the model's 1-best"),
+                 "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS),
     "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
-                      "DT with the 1-best chosen from the n-best list by MIRA weights", experiment=False),
+                      "DT with the 1-best chosen from the n-best list by MIRA weights", experiment=False,
+                      flags={"mira": "mira", **DT_FLAGS}),
     "psq": Method(PsqRun, "clirplug.qt.psq:psq_run", "clirplug.api:PsqSearcher", ("index", "model"),
-                  "probabilistic structured queries of the model's tables"),
+                  "probabilistic structured queries of the model's tables",
+                  flags={"settings": "psq", "table": "table", "field": "field", "src_lang": "src_lang", **BM25_FLAGS}),
     "boost": Method(BoostRun, "clirplug.boost:rerank_run", "clirplug.api:BoostSearcher", ("corpus",),
                     "bagged RankBoost over n-gram pairs, alone or reranking a first stage",
-                    reranks=True, training=TRAINING["boost"], fixed=("field", "src_lang")),
+                    reranks=True, training=TRAINING["boost"], fixed=("field", "src_lang"),
+                    flags={"model": "model_file", "field": "field", "first_stage": "first_stage", "depth": "depth"}),
     "bowfd": Method(BowfdRun, "clirplug.rerank.bowfd:rerank_run", "clirplug.api:BowfdSearcher",
                     ("index", "model", "first_stage"),
                     "BOW-FD: a first stage's top reranked by bag-of-words forced decoding", reranks=True,
-                    training=TRAINING["bowfd"]),
+                    training=TRAINING["bowfd"],
+                    flags={"first_stage": "first_stage", "depth": "depth", "weights": "weights", "v": "v", "lm": "lm"}),
     "fusion": Method(FusionRun, "clirplug.fusion:fuse", "clirplug.api:FusionSearcher", ("searchers",),
-                     "the rankings of other methods fused (weighted Borda count, RRF, ...)"),
+                     "the rankings of other methods fused (weighted Borda count, RRF, ...)",
+                     flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"}),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
-                    "multilingual-e5-small embeddings, no translation"),
+                    "multilingual-e5-small embeddings, no translation", flags={"words": "words", "threads": "threads"}),
 }
 # The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline,
 # and runs no dt-mira.

@@ -9,7 +9,7 @@ import pytest
 
 from clirplug.methods import METHODS, NEEDS, RUNS, TRAINING
 
-pytestmark = pytest.mark.cli  # reads the rerank command's RUNNERS
+pytestmark = pytest.mark.cli  # reads the rerank command's methods
 # Where each setting of a method reaches its library function: the parameter of that name, another
 # parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
 # fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure,
@@ -65,9 +65,9 @@ def test_each_training_function_takes_its_settings_class(step):
 
 
 def test_the_rerank_command_s_methods_are_rerankers_of_candidates():
-    from clirplug.cli.rerank import RUNNERS
+    from clirplug.cli.rerank import rerankers
 
-    for method in RUNNERS:
+    for method in rerankers():
         assert list(inspect.signature(RUNS[method].function()).parameters)[:2] == ["topics", "candidates"], method
 
 
