@@ -32,8 +32,8 @@ the search service does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
@@ -310,7 +310,8 @@ def compose(method: str, options: Mapping[str, Mapping] | None = None, name_of: 
     return built[method]
 
 
-class System(NamedTuple):
+@dataclass(frozen=True)
+class System:
     """What a system file says of its run besides the searcher (:func:`load_system`)."""
 
     file: Path
@@ -352,8 +353,8 @@ def _load_system(file: Path, loaded: dict) -> Searcher:
         built = searcher(system["method"], **arguments)
     except ClirplugError as error:
         raise ClirplugError(f"{file}: {error}") from None
-    index = system["index"] or next((s.system.index for s in built.inputs() if s.system.index), None)
-    built.system = System(file, *(system[key] for key in System._fields[1:-1]), index)
+    index = system["index"] or next((s.system.index for s in built.inputs() if s.system and s.system.index), None)
+    built.system = System(file, system["name"], system["method"], system["field"], system["tag"], system["hits"], index)
     loaded[file] = built
     return built
 
@@ -368,13 +369,17 @@ class Searcher:
 
     _spec: dict
     model: TranslationModel | None = None  # the translation model of a method that translates the query
-    derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
     translates_query = False  # whether the translation is the query searched, one per query (DT, DT-MIRA, PSQ)
     system: System | None = None  # the system file it was loaded from (load_system)
 
     def inputs(self) -> list[Searcher]:
         """The searchers this one is built on (a first stage, the searchers it fuses)."""
         return []
+
+    @property
+    def derives(self) -> bool:
+        """Whether each document's translation is its own (BOW-FD's winning derivation)."""
+        return False
 
     def query_translation(self, query: str) -> dict:
         """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best}``, for PSQ with
@@ -513,6 +518,7 @@ class DtSearcher(Searcher):
     """
 
     translates_query = True
+    model: TranslationModel
 
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
@@ -547,6 +553,7 @@ class DtMiraSearcher(Searcher):
     """
 
     translates_query = True
+    model: TranslationModel
 
     def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
@@ -746,7 +753,11 @@ class BowfdSearcher(Reranker):
         Candidates reranked per query.
     """
 
-    derives = True
+    model: TranslationModel
+
+    @property
+    def derives(self) -> bool:
+        return True
 
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
                  v: float | None = None, lm: bool = True, depth: int = DEFAULT_DEPTH):

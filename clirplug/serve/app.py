@@ -24,6 +24,7 @@ import contextlib
 import json
 import socket
 import threading
+import typing
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -130,7 +131,8 @@ def create_app(service, *others) -> Starlette:
 
     routes = [Route("/", page), Route("/info", info), Route("/search", search_get, methods=["GET"]),
               Route("/search", search_post, methods=["POST"])]
-    handlers = {BadRequest: bad_request, HTTPException: http_error, Exception: server_error}
+    handlers: dict[typing.Any, typing.Callable] = {BadRequest: bad_request, HTTPException: http_error,
+                                                  Exception: server_error}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
 
 

@@ -10,6 +10,7 @@ translations of their own (BOW-FD's winning derivations) adds each one's.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 
 from clirplug.errors import ClirplugError
@@ -69,8 +70,9 @@ class SearchService:
         from clirplug import api
 
         searcher = api.load_system(file)
+        system = typing.cast(api.System, searcher.system)  # load_system sets it
         service = cls.__new__(cls)
-        service._keep(searcher.system.tag, searcher, searcher.system.index)
+        service._keep(system.tag, searcher, system.index)
         return service
 
     def _keep(self, method: str, searcher, index) -> None:
