@@ -4,11 +4,11 @@ Usage::
 
     nice .venv/bin/python benchmarks/scale.py --model DIR --index small=INDEX --index large=INDEX2 \\
         --corpus small=CORPUS --corpus large=CORPUS2 --topics ../shared/data/manclir-de/topics.dev.jsonl \\
-        --methods bm25 dt psq bowfd boost [--options OPTIONS.json] [--limit 100] [--fields title desc]
+        --methods bm25 dt psq bowfd boost [--options 'OPTIONS.{field}.json'] [--limit 100] [--fields title desc]
 
 Each method is built through the registry (:func:`clirplug.api.compose`) from the collection's index and corpus,
 the model folder ``--model`` (loaded with the flat grammar, for the methods that need one) and ``--options``: a
-JSON file of each method's searcher arguments (``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt",
+JSON file (``{field}`` in its name is replaced by the field measured) of each method's searcher arguments (``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt",
 "weights": "{model}/bowfd.bowfd.{field}.weights", "settings": {"field": "{field}"}}, "boost": {"model":
 "{model}/boost.boost.{field}.npz"}}``: ``{model}`` and ``{field}`` are replaced in every string); a searcher
 that reads queries by ``field`` reads the field measured. The experiment writes the models named there in the
@@ -105,13 +105,12 @@ def main():
     parser.add_argument("--index", action="append", required=True, help="NAME=INDEX, e.g. small=indexes/manclir-de")
     parser.add_argument("--corpus", action="append", default=[], help="NAME=CORPUS (boosting reads the documents)")
     parser.add_argument("--topics", required=True)
-    parser.add_argument("--options", help="JSON file of each method's searcher arguments (see above)")
+    parser.add_argument("--options", help="JSON file of each method's searcher arguments; {field} is replaced (see above)")
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--fields", nargs="+", default=["title", "desc"])
     parser.add_argument("--methods", nargs="+", required=True, help="methods of clirplug.methods.METHODS")
     args = parser.parse_args()
     indexes, corpora = pairs(args.index, "index"), pairs(args.corpus, "corpus")
-    options = json.loads(Path(args.options).read_text(encoding="utf-8")) if args.options else {}
     context = multiprocessing.get_context("spawn")
     sizes = {}
     for name, index in indexes.items():
@@ -121,6 +120,7 @@ def main():
     for method in args.methods:
         for field in args.fields:
             for name, index in indexes.items():
+                options = json.loads(Path(args.options.format(field=field)).read_text()) if args.options else {}
                 task = (method, field, index, corpora.get(name), args.model, options, args.topics, args.limit)
                 with context.Pool(1, maxtasksperchild=1) as pool:
                     results[method, field, name] = pool.apply(measure, (task,))

@@ -88,3 +88,19 @@ def test_one_table_holds_every_method_and_runs_those_of_experiments():
     assert list(RUNS) == [name for name, entry in METHODS.items() if entry.experiment]
     assert set(METHODS) - set(RUNS) == {"bm25", "dt-mira"}
     assert all(entry.help and len(entry.help) < 70 for entry in METHODS.values())
+
+
+def test_bowfd_s_default_depth_is_one_definition():
+    """The experiment's entry, the training, the searcher (the API, the service, PyTerrier) and the library function
+    (``clirplug rerank``, whose ``--depth`` and ``serve``'s default to the method's own) rerank the same depth."""
+    from clirplug import api
+    from clirplug.cli import build_parser
+    from clirplug.rerank import bowfd
+    from clirplug.rerank.config import DEFAULT_DEPTH
+    from clirplug.train.bowfd import BowfdSettings
+
+    assert METHODS["bowfd"].settings().depth == BowfdSettings().depth == DEFAULT_DEPTH
+    for function in (api.BowfdSearcher, bowfd.rerank_run):
+        assert inspect.signature(function).parameters["depth"].default == DEFAULT_DEPTH
+    for command in (["rerank", "--method", "bowfd", "--model", "m", "--topics", "t", "--output", "r"], ["serve"]):
+        assert build_parser().parse_args(command).depth is None
