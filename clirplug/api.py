@@ -31,13 +31,14 @@ the search service does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
-from clirplug.methods import DenseRun
+from clirplug.methods import Bm25Run, DenseRun
 from clirplug.rerank.config import DEFAULT_DEPTH
 
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
@@ -473,7 +474,20 @@ def _checked_searcher(value, role: str):
     return value
 
 
-class LuceneSearcher(Searcher):
+class _Bm25Index(Searcher):
+    """A searcher scoring BM25 over a Lucene index, opened on first search (a bad model or table is reported before
+    the index is read, as the commands report it)."""
+
+    bm25: Bm25Run
+
+    @functools.cached_property
+    def searcher(self):
+        from clirplug.lucene.search import Bm25Searcher
+
+        return Bm25Searcher(self._spec["index"], self.bm25.k1, self.bm25.b)
+
+
+class LuceneSearcher(_Bm25Index):
     """BM25 of the untranslated query over a Lucene index (``clirplug search --method bm25``), as Pyserini's.
 
     Parameters
@@ -487,18 +501,15 @@ class LuceneSearcher(Searcher):
     """
 
     def __init__(self, index, k1: float | None = None, b: float | None = None, *, bm25=None):
-        from clirplug.lucene.search import Bm25Searcher
-
         self.bm25 = _bm25(bm25, k1, b)
         self._spec = {"index": index, "bm25": self.bm25}
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         queries = {topic.id: topic.title for topic in topics}
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
-class DtSearcher(Searcher):
+class DtSearcher(_Bm25Index):
     """Direct translation: BM25 of the model's 1-best (``clirplug search --method dt``, :func:`clirplug.qt.dt.dt_run`).
 
     Parameters
@@ -522,13 +533,10 @@ class DtSearcher(Searcher):
 
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.lucene.search import Bm25Searcher
-
         self.bm25 = _bm25(bm25, k1, b)
         self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
         self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords,
                       "bm25": self.bm25}
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.dt import dt_queries
@@ -537,7 +545,7 @@ class DtSearcher(Searcher):
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
-class DtMiraSearcher(Searcher):
+class DtMiraSearcher(_Bm25Index):
     """DT whose 1-best is chosen from the decoder's n-best list by MIRA weights (``clirplug search --method dt-mira``,
     :func:`clirplug.qt.mira.search_run`).
 
@@ -558,7 +566,6 @@ class DtMiraSearcher(Searcher):
     def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.lucene.reader import LuceneIndex
-        from clirplug.lucene.search import Bm25Searcher
         from clirplug.qt.mira import mira_weights
 
         self.bm25 = _bm25(bm25, k1, b)
@@ -567,7 +574,6 @@ class DtMiraSearcher(Searcher):
         self._spec = {"index": index, "model": self.model, "mira": mira, "field": field, "stopwords": self.stopwords,
                       "bm25": self.bm25}
         self.reader = LuceneIndex(index, progress=False) if self.weights.uses_index else None
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def query_translation(self, query: str) -> dict:
         from clirplug.io.topics import Topic
@@ -617,7 +623,7 @@ class PsqSearcher(Searcher):
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.qt.psq import PsqScorer, PsqSource
+        from clirplug.qt.psq import PsqSource
         from clirplug.qt.psq_tables import PsqSettings
 
         if (model is None) == (table is None):
@@ -634,7 +640,13 @@ class PsqSearcher(Searcher):
             self.source = PsqSource(field=_check_field(field), src_lang=src_lang or "de", table=str(table))
         self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
                       "src_lang": src_lang, "bm25": self.bm25}
-        self.scorer = PsqScorer(index, self.bm25.k1, self.bm25.b)
+
+    @functools.cached_property
+    def scorer(self):
+        """The PSQ scorer of the index, opened on first search (after the tables are read, as the command does)."""
+        from clirplug.qt.psq import PsqScorer
+
+        return PsqScorer(self._spec["index"], self.bm25.k1, self.bm25.b)
 
     def query_translation(self, query: str) -> dict:
         if self.model is None:

@@ -75,7 +75,7 @@ def run(args):
         raise ClirplugError(f"--depth must be at least 1, got {depth}")
     values = {**vars(args), "depth": depth, "progress": not args.quiet,
               "config": settings_from_args(BowfdConfig, args, field=args.field or "title")}
-    given = {name: values[name] for name in parameters if values.get(name) is not None}
+    given = {name: values[name] for name in parameters if values.get(name) is not None and name != "topics"}
     missing = [flag(name) for name, parameter in parameters.items()
                if parameter.default is inspect.Parameter.empty and name not in given and name != "topics"]
     if missing:

@@ -124,13 +124,11 @@ def run(args):
     check_threads(args.threads)
     settings_from_args(Bm25Run, args)
     settings_from_args(DenseRun, args)
-    if args.system:
-        searcher = _system(args)
-    else:
-        args.field, args.hits = args.field or "title", args.hits or 1000
-        searcher = _searcher(args)
+    searcher = _system(args) if args.system else None
+    args.field, args.hits = args.field or "title", args.hits or 1000
     topics = read_topics(args.topics, lang=args.topic_lang)
     require_field(topics, args.field, args.topics)
+    searcher = searcher or _searcher(args)
     frame = searcher.batch_search_frame([topic_field(t, args.field) for t in topics], [t.id for t in topics],
                                         k=args.hits, progress=not args.quiet)
     write_run_file(frame, args, depth=args.hits,

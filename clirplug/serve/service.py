@@ -66,7 +66,8 @@ class SearchService:
     @classmethod
     def from_system(cls, file) -> SearchService:
         """The service of a system file (:func:`clirplug.api.load_system`), named by the system's run tag
-        (``psq+dense.title``), showing the documents of its index."""
+        (``psq+dense.title``), showing the documents of its index (none for a system without one: boosting
+        alone)."""
         from clirplug import api
 
         searcher = api.load_system(file)
@@ -79,7 +80,7 @@ class SearchService:
         from clirplug.lucene.reader import LuceneIndex
 
         self.method, self.searcher = method, searcher
-        self.documents = LuceneIndex(index, progress=False)
+        self.documents = None if index is None else LuceneIndex(index, progress=False)
 
     def translation(self, query: str) -> dict | None:
         """The translation shown with ``query``'s hits (:meth:`clirplug.api.Searcher.query_translation`): ``{"best":
@@ -93,7 +94,7 @@ class SearchService:
         frame = self.searcher.batch_search_frame([text for _, text in queries], [qid for qid, _ in queries], k)
         hits: dict[str, list] = {qid: [] for qid, _ in queries}
         for qid, docid, rank, score, translation in frame.itertuples(index=False):
-            title, snippet = split_document(self.documents.document_text(docid))
+            title, snippet = split_document(None if self.documents is None else self.documents.document_text(docid))
             hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": title, "snippet": snippet}
             if self.searcher.derives:
                 hit["derivation"] = translation
