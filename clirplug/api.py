@@ -324,11 +324,12 @@ class System:
     index: str | None  # the system's index, or that of the first system it is built on with one
 
 
-def load_system(file) -> Searcher:
+def load_system(file, loaded: dict | None = None) -> Searcher:
     """The searcher of a system file (:mod:`clirplug.system_file`), built by :func:`searcher` with the searchers of
-    the system files it is built on (each file and each translation model loaded once); its ``system`` is the
-    file's :class:`System`. Errors name the file."""
-    return _load_system(Path(file), {})
+    the system files it is built on (each file and each translation model loaded once; ``loaded``, a dict kept
+    between calls, shares them between calls too); its ``system`` is the file's :class:`System`. Errors name the
+    file."""
+    return _load_system(Path(file), {} if loaded is None else loaded)
 
 
 def _load_system(file: Path, loaded: dict) -> Searcher:

@@ -70,7 +70,14 @@ class SearchService:
         alone)."""
         from clirplug import api
 
-        searcher = api.load_system(file)
+        return cls.of_system(api.load_system(file))
+
+    @classmethod
+    def of_system(cls, searcher) -> SearchService:
+        """The service of a searcher loaded from a system file (:func:`clirplug.api.load_system`), as
+        :meth:`from_system`'s."""
+        from clirplug import api
+
         system = typing.cast(api.System, searcher.system)  # load_system sets it
         service = cls.__new__(cls)
         service._keep(system.tag, searcher, system.index)

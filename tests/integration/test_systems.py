@@ -63,16 +63,23 @@ def test_search_with_a_system_file_writes_the_experiments_run(config, tmp_path, 
     pd.testing.assert_frame_equal(frame[columns], read_run(expected)[columns], check_dtype=False)
 
 
-def _service_ranking(file, topics, field: str, k: int):
-    """The ranking the search service gives (``POST /search``, in process), as a run frame ``qid, docid, rank,
-    score``."""
+@pytest.fixture(scope="module")
+def loaded():
+    """The searchers of the system files loaded so far, shared by the systems built on them (a fusion's inputs are
+    other runs' systems): each file and each model loaded once for the module."""
+    return {}
+
+
+def _service_ranking(searcher, topics, field: str, k: int):
+    """The ranking the search service of ``searcher`` gives (``POST /search``, in process), as a run frame ``qid,
+    docid, rank, score``."""
     from starlette.testclient import TestClient
 
     from clirplug.serve.app import MAX_QUERIES
     from clirplug.serve.service import SearchService
 
     rows = []
-    with TestClient(create_app(SearchService.from_system(file))) as client:
+    with TestClient(create_app(SearchService.of_system(searcher))) as client:
         for start in range(0, len(topics), MAX_QUERIES):
             batch = [{"qid": t.id, "query": topic_field(t, field)} for t in topics[start:start + MAX_QUERIES]]
             response = client.post("/search", json={"queries": batch, "k": k})
@@ -84,23 +91,25 @@ def _service_ranking(file, topics, field: str, k: int):
 
 @pytest.mark.parametrize("field", FIELDS)
 @pytest.mark.parametrize("name", [*RUNS, "recommended"])
-def test_the_service_and_pyterrier_give_the_experiments_ranking(config, tmp_path, name, field):
+def test_the_service_and_pyterrier_give_the_experiments_ranking(config, loaded, tmp_path, name, field):
     """A system file (each dev run's, and the recommended system of the field) served, its answer to ``POST /search``
     with every dev topic, ranks the documents of the experiment's run with its scores; its PyTerrier transformer
-    (``from_system``) writes the run byte for byte."""
+    writes the run byte for byte (``from_system`` for the recommended file; the others share their loaded
+    searchers)."""
     from clirplug.io.runs import write_run
-    from clirplug.pyterrier import from_system
+    from clirplug.pyterrier import ClirplugTransformer, from_system
 
     file = config.run_dir / f"recommended.{field}.json" if name == "recommended" else _system(config, field, name)
     system = json.loads(file.read_text(encoding="utf-8"))
     expected = config.run_dir / f"dev.{field}.{system['name']}.trec"
     topics = read_topics(config.collection.topics("dev"))
     run, hits = read_run(expected), system["hits"]
-    served = _service_ranking(file, topics, field, hits)
+    searcher = load_system(file, loaded)
+    served = _service_ranking(searcher, topics, field, hits)
     columns = ["qid", "docid", "rank", "score"]
     pd.testing.assert_frame_equal(served, run[columns], check_dtype=False)
-    results = from_system(file)(pd.DataFrame({"qid": [t.id for t in topics],
-                                              "query": [topic_field(t, field) for t in topics]}))
+    transformer = from_system(file) if name == "recommended" else ClirplugTransformer(searcher, hits)
+    results = transformer(pd.DataFrame({"qid": [t.id for t in topics], "query": [topic_field(t, field) for t in topics]}))
     write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag=system["tag"])
     assert (tmp_path / "pt.trec").read_bytes() == expected.read_bytes()
 
