@@ -3,7 +3,7 @@
 Usage: nice .venv/bin/python benchmarks/executor_scaling.py --model DIR [--kind flat] --topics FILE
            [--field desc] [--limit 1000] [--jobs 1 2 4] [--executors local ray]
 
-Each (executor, jobs) translates the same topics with :func:`clirplug.experiment.stages.translate_topics`
+Each (executor, jobs) translates the same topics with :func:`clirplug.experiment.planners.dt.translate_topics`
 (the topics dealt into ``jobs`` chunks, one task each; every task loads the model restricted to its
 topics). Each row reads the model through a fresh folder of symbolic links to its files, so that the
 translation cache (``cache/``) starts empty and every topic is decoded. Ray is started on this machine for each row with ``num_cpus = jobs`` and a 200 MB object
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from clirplug.executor import ExecutorSettings, native_signal_handlers_kept
-from clirplug.experiment.stages import translate_topics
+from clirplug.experiment.planners.dt import translate_topics
 from clirplug.io.topics import read_topics
 
 

@@ -169,7 +169,7 @@ class _Documents:
 
 def _topics(queries: Sequence[str], qids: Sequence[str]):
     """Topics whose three fields hold the query (``field`` then only says how it is split)."""
-    from clirplug.io.topics import Topic
+    from clirplug.io.topics import Topic, check_text
 
     queries, qids = list(queries), [str(qid) for qid in qids]
     if len(queries) != len(qids):
@@ -180,6 +180,7 @@ def _topics(queries: Sequence[str], qids: Sequence[str]):
             raise ClirplugError(f"batch_search: qid {qid!r} occurs twice")
         if not isinstance(text, str):
             raise ClirplugError(f"batch_search: the query of {qid!r} is not a string: {text!r}")
+        check_text(text, f"batch_search: the query of {qid!r}")
         seen.add(qid)
     return [Topic(qid, text, text, text) for qid, text in zip(qids, queries)]
 
@@ -384,15 +385,51 @@ class Searcher:
         return False
 
     def query_translation(self, query: str) -> dict:
-        """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best}``, for PSQ with
-        ``"psq": [{"source", "targets": [{"term", "p"}, ...]}, ...]`` (:meth:`TranslationModel.psq_table`);
-        those of the searchers it is built on too; ``{}`` when no translation is searched."""
+        """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best, "untranslated":
+        the source words it copies untranslated}``, for PSQ with ``"psq": [{"source", "targets": [{"term", "p"},
+        ...], "untranslated"}, ...]`` (:meth:`TranslationModel.psq_table`); those of the searchers it is built on
+        too; ``{}`` when no translation is searched."""
         shown: dict = {}
         for searcher in reversed(self.inputs()):
             shown.update(searcher.query_translation(query))
         if self.model is not None:
             best = self.model.translate(query)
             shown["best"] = best[0][0] if best else ""
+            shown["untranslated"] = self.model.untranslated(query)
+        return shown
+
+    def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
+        """Why each of ``docids`` scored as it did for ``query``, for display (JSON-ready), by docid; those of the
+        searchers it is built on; ``{}`` for a method that explains nothing (BOW-FD explains its winning
+        derivations: :meth:`BowfdSearcher.explanations`)."""
+        shown: dict[str, dict] = {}
+        for searcher in reversed(self.inputs()):
+            shown.update(searcher.explanations(query, docids))
+        return shown
+
+    def settings_in_effect(self) -> dict:
+        """What the searcher was built from (JSON-ready): its class, resources and settings, and those of the
+        searchers it is built on, recursively; the system file it was loaded from, if any."""
+        import dataclasses
+
+        def plain(value):
+            if isinstance(value, Searcher):
+                return value.settings_in_effect()
+            if isinstance(value, TranslationModel):
+                return plain(value._spec)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                return plain(dataclasses.asdict(value))
+            if isinstance(value, Mapping):
+                return {str(key): plain(item) for key, item in value.items()}
+            if isinstance(value, list | tuple):
+                return [plain(item) for item in value]
+            if value is None or isinstance(value, bool | int | float | str):
+                return value
+            return str(value)
+
+        shown = {"searcher": type(self).__name__, **plain(getattr(self, "_spec", {}))}
+        if self.system is not None:
+            shown["system_file"] = str(self.system.file)
         return shown
 
     def run(self, topics, k: int = 1000, progress: bool = False):
@@ -582,7 +619,7 @@ class DtMiraSearcher(_Bm25Index):
 
         queries = mira_queries([Topic("q", query, query, query)], self.field, self.model.translator, self.weights,
                                self.stopwords, self.reader, progress=False)
-        return {"best": queries["q"]}
+        return {"best": queries["q"], "untranslated": self.model.untranslated(query)}
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.mira import mira_queries
@@ -624,7 +661,7 @@ class PsqSearcher(Searcher):
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.qt.psq import PsqSource
+        from clirplug.qt.psq import PsqSource, check_psq_files
         from clirplug.qt.psq_tables import PsqSettings
 
         if (model is None) == (table is None):
@@ -641,6 +678,7 @@ class PsqSearcher(Searcher):
             self.source = PsqSource(field=_check_field(field), src_lang=src_lang or "de", table=str(table))
         self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
                       "src_lang": src_lang, "bm25": self.bm25}
+        check_psq_files(self.source, self.settings)  # a bad file is refused now, not per query
 
     @functools.cached_property
     def scorer(self):
@@ -654,7 +692,8 @@ class PsqSearcher(Searcher):
             return {}
         table = self.model.psq_table(query, self.settings, self.source.field)
         return {**super().query_translation(query), "psq": [
-            {"source": source, "targets": [{"term": term, "p": p} for term, p in targets.items()]}
+            {"source": source, "targets": [{"term": term, "p": p} for term, p in targets.items()],
+             "untranslated": source is not None and targets == {source: 1.0}}  # searched as itself
             for source, targets in table]}
 
     def run(self, topics, k: int = 1000, progress: bool = False):
@@ -775,19 +814,23 @@ class BowfdSearcher(Reranker):
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
                  v: float | None = None, lm: bool = True, depth: int = DEFAULT_DEPTH):
         from clirplug.lucene.reader import LuceneIndex
+        from clirplug.rerank.bowfd import BowfdWeights
         from clirplug.rerank.config import BowfdConfig
 
         self.model, self.first_stage = _model(model), _first_stage(first_stage)
         settings = BowfdConfig.from_mapping(settings, "settings") if isinstance(settings, Mapping) else settings
         self.settings = BowfdConfig() if settings is None else settings
-        self.weights, self.v, self.lm, self.depth = weights, v, lm, _at_least_one(depth, "depth")
+        self.v, self.lm, self.depth = v, lm, _at_least_one(depth, "depth")
         self._spec = {"index": index, "model": self.model, "first_stage": first_stage, "settings": self.settings,
                       "weights": weights, "v": v, "lm": lm, "depth": depth}
+        if weights is not None and not isinstance(weights, BowfdWeights):  # a bad file is refused now, not per query
+            weights = BowfdWeights.load(weights, self.model.translator.feature_names)
+        self.weights = weights
         self.index = LuceneIndex(index, progress=False)
 
     def rescore(self, topics, candidates, k: int, progress: bool):
         from clirplug.io.topics import topic_field
-        from clirplug.rerank.bowfd import bowfd_reranker
+        from clirplug.rerank.bowfd import bowfd_reranker, explanation
 
         if candidates is None:
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
@@ -795,12 +838,34 @@ class BowfdSearcher(Reranker):
                                   topics=topics)
         frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
         frame = frame[frame["rank"] <= k]
-        derivations = {}
+        derivations, self._explained = {}, {}
         for topic in topics:
             docids = frame.loc[frame["qid"] == topic.id, "docid"].tolist()
-            for record in reranker.derivations(topic_field(topic, self.settings.field), docids) if docids else []:
+            text = topic_field(topic, self.settings.field)
+            for record in reranker.derivations(text, docids) if docids else []:
                 derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
+                self._explained[text, record["docid"]] = explanation(record, reranker.weights)
         return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
+
+    def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
+        """Each document's winning derivation for ``query`` (read as a ``title``): ``{docid: {"derivation", "score",
+        "sentences": [{"yield", "score", "terms": [{"term", "bm25", "weight", "contribution"}, ...]}, ...]}}``, where
+        ``bm25`` is the term's BM25 in the document times the times the derivation fires it, ``weight`` its
+        weight ``w_t``, and ``contribution`` their product, its share of the score; the terms by falling
+        contribution. The documents the last search ranked are explained from its own scoring pass."""
+        shown = super().explanations(query, docids)
+        known = getattr(self, "_explained", {})
+        missing = [docid for docid in docids if (query, docid) not in known]
+        if missing:
+            from clirplug.io.topics import Topic
+            from clirplug.rerank.bowfd import bowfd_reranker, explanation
+
+            reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
+                                      topics=[Topic("q", query, query, query)])
+            known = {**known, **{(query, record["docid"]): explanation(record, reranker.weights)
+                                 for record in reranker.derivations(query, missing)}}
+        shown.update({docid: known[query, docid] for docid in docids if (query, docid) in known})
+        return shown
 
 
 class BoostSearcher(Reranker):
@@ -936,10 +1001,11 @@ class TranslationModel:
         repeat), as ``clirplug translate`` (``--derivations``).
 
         A text longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` tokens is decoded in
-        chunks, whose 1-bests are joined (``nbest`` must then be 1).
+        chunks, whose 1-bests are joined (``nbest`` must then be 1); the tokens of a query beyond
+        :data:`~clirplug.mt.preprocess.MAX_QUERY_TOKENS` are dropped with a warning.
         """
         nbest = _at_least_one(nbest, "nbest")
-        pieces = self.translator.sentences(text, split=False)
+        pieces = self.translator.sentences(text, split=False, query=True)
         if len(pieces) > 1 and nbest > 1:
             raise ClirplugError(f"translate: a text of {sum(map(len, pieces))} tokens is decoded in {len(pieces)} "
                                 "chunks, whose n-best lists do not combine: use nbest=1")
@@ -949,6 +1015,16 @@ class TranslationModel:
             return [(" ".join(t.words), t.score) for t in lists[0]]
         bests = [best[0] for best in lists if best]
         return [(" ".join(w for t in bests for w in t.words), sum(t.score for t in bests))] if bests else []
+
+    def untranslated(self, text: str) -> list[str]:
+        """The source words the 1-best translation of ``text`` copies untranslated (no rule of the grammar
+        translates them: the decoder's pass-through rule), in their order."""
+        from clirplug.mt.features import PASS_THROUGH
+
+        pieces = self.translator.sentences(text, split=False)
+        self.translator.restrict(pieces)
+        return [rule.src[0] for tokens in pieces for best in self.translator.translate(tokens, 1)[:1]
+                for rule in best.rules if PASS_THROUGH in rule.feature_dict()]
 
     def psq_table(self, query: str, settings=None, field: str = "title") -> list[tuple[str | None, dict[str, float]]]:
         """The PSQ distributions of ``query``: ``(source token, {target: p})`` per kept token of each sentence,

@@ -904,11 +904,12 @@ class BoostModel:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import add_latency, sort_run
+        from clirplug.io.runs import add_latency, check_shared_topics, sort_run
 
         field = field or self.config.field
         wanted = None
         if candidates is not None:
+            check_shared_topics(candidates, topics)
             wanted = {qid: group["docid"].tolist() for qid, group in candidates.groupby("qid", sort=False)}
         frames = []
         for topic in tqdm(topics, desc="queries", unit="q", disable=not progress, leave=False):

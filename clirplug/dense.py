@@ -273,6 +273,28 @@ class DenseSearcher:
                            extra={qid: seconds for qid, (_, seconds) in timed.items()})
 
 
+def choose_words(searchers: Mapping[int, DenseSearcher], queries: Mapping[str, str], qrels, *, hits: int = 1000,
+                 measure: str = "MAP", timed: Mapping[str, tuple[np.ndarray, float]] | None = None,
+                 log=None) -> tuple[int, dict[int, float]]:
+    """The ``words`` whose document vectors give ``queries`` the best ``measure`` on ``qrels`` (the first of
+    ``searchers`` on ties), and each value's measure.
+
+    ``searchers`` maps each ``words`` value to the searcher of the vectors embedded with it (:func:`cache_folder`);
+    all search the query vectors ``timed`` (:func:`embed_timed`; embedded by each searcher when None).
+    ``log(words, value)`` is called as each value is measured.
+    """
+    from clirplug.eval.measures import evaluate
+
+    values = {}
+    for words, searcher in searchers.items():
+        run = searcher.search_all(queries, hits, progress=False, timed=timed)
+        values[words] = float(evaluate(qrels, {"run": run}, [measure])["value"].iloc[0])
+        if log is not None:
+            log(words, values[words])
+    order = list(searchers)
+    return max(order, key=lambda words: (values[words], -order.index(words))), values
+
+
 def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True):
     """Dense run for ``queries`` (``qid -> text``) over the vectors in ``folder``: a frame qid, docid, rank, score."""
     return DenseSearcher(folder, model).search_all(queries, hits, progress)

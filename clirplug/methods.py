@@ -1,22 +1,23 @@
-"""The registry of methods: each one's settings class, declared once, its library function and its searcher.
+"""The registry of methods: each one's settings class, declared once, its library function, its searcher and its planner.
 
 :data:`METHODS` maps a method's name to a :class:`Method`: the settings class of an experiment's
 ``runs:`` entry (typed, with defaults and checks, see :mod:`clirplug.settings`), the library function
 that makes its run (a search, a reranking or a fusion: :meth:`Method.function`), the searcher of
 :mod:`clirplug.api` that the front ends build (:meth:`Method.searcher_class`; the API's
 :func:`clirplug.api.searcher`, the search service and the PyTerrier transformers all build it
-from here), what that searcher needs (:data:`NEEDS`), whether it reranks, and, for methods that
-train on the tune split, their training step, whose options the entry may also set. :data:`RUNS`
-holds the methods an experiment's ``runs:`` may name (all but ``bm25`` and ``dt-mira``).
+from here), what that searcher needs (:data:`NEEDS`), whether it reranks, the experiment's planner of
+its ``runs:`` entries (:meth:`Method.planner_function`; the experiment finds a run's planner only here),
+and, for methods that train on the tune split, their training step, whose options the entry may also set.
+:data:`RUNS` holds the methods an experiment's ``runs:`` may name (all but ``bm25`` and ``dt-mira``).
 ``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
-settings class and function. The command line builds its flags from the same classes
+settings class, function and the steps it reads. The command line builds its flags from the same classes
 (:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags it
 cannot build); ``tests/unit/test_methods.py`` checks that each library function takes its method's
-settings and each searcher what it needs.
+settings, each searcher what it needs and each planner exists.
 
-Adding a method: a settings class, its library function and its searcher here, a planner in
-:mod:`clirplug.experiment.stages` (``PLANNERS``) and a stage kind that calls the library
-(``docs/architecture.md``).
+Adding a method: its library function, its searcher, one entry here and one planner module of
+:mod:`clirplug.experiment.planners` (``docs/architecture.md``); a method registered at run time, with a
+planner of its own module, is planned like these.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from clirplug.train.bowfd import BowfdSettings, train_bowfd
 from clirplug.train.grammar import GrammarSettings, train_grammar
 from clirplug.train.lm import LmSettings, train_lm
 from clirplug.train.mira import MiraSettings, train_mira
-from clirplug.train.weights import WeightsSettings, train_weights
+from clirplug.train.weights import WeightsSettings, train_weights_on_bitext
 
 GRAMMAR = option("hiero", "grammar of the model", choices=KINDS)
 
@@ -121,20 +122,24 @@ class DenseRun(Settings):
 
 @dataclass(frozen=True)
 class TrainingStep:
-    """A step of ``clirplug train``: its settings class and the library function that runs it."""
+    """A step of ``clirplug train``: its settings class, the library function that runs it (files in, model out;
+    it may take ``progress=``, and a grammar ``filter=``), the steps whose files of the model folder it reads
+    (``needs``), and whether it trains one model per grammar kind (``per_kind``, its ``kind=``)."""
 
     settings: type[Settings]
     train: Callable
+    needs: tuple[str, ...] = ()
+    per_kind: bool = False
 
 
 TRAINING: dict[str, TrainingStep] = {
     "align": TrainingStep(AlignSettings, train_align),
-    "grammar": TrainingStep(GrammarSettings, train_grammar),
+    "grammar": TrainingStep(GrammarSettings, train_grammar, needs=("align",), per_kind=True),
     "lm": TrainingStep(LmSettings, train_lm),
-    "weights": TrainingStep(WeightsSettings, train_weights),
+    "weights": TrainingStep(WeightsSettings, train_weights_on_bitext, needs=("align", "grammar", "lm"), per_kind=True),
     "boost": TrainingStep(BoostSettings, train_boost),
-    "bowfd": TrainingStep(BowfdSettings, train_bowfd),
-    "mira": TrainingStep(MiraSettings, train_mira),
+    "bowfd": TrainingStep(BowfdSettings, train_bowfd, needs=("align", "grammar", "lm")),
+    "mira": TrainingStep(MiraSettings, train_mira, needs=("align", "grammar", "lm")),
 }
 
 
@@ -159,13 +164,14 @@ class Method:
     that searcher needs (keys of :data:`NEEDS`) to search, and its training step, if any, whose ``fixed``
     settings a ``runs:`` entry cannot set.
 
-    ``library`` and ``searcher`` name a function and a class as ``"module:name"``, imported on use: the
-    modules of the methods import numpy, which building the command line's parser does not. A method
-    that ``reranks`` rescores a first stage's candidates (its searcher is a :class:`clirplug.api.Reranker`);
-    ``experiment`` says whether an experiment's ``runs:`` may name it. ``flags`` maps each searcher keyword
-    argument that the command line sets (``clirplug search``, ``clirplug serve``) to the destination of the
-    flag giving it (``{"settings": "psq"}``: ``--psq`` gives PSQ's ``settings``;
-    :func:`clirplug.cli.options.searcher_arguments`).
+    ``library``, ``searcher`` and ``planner`` name a function, a class and the experiment's planner as
+    ``"module:name"``, imported on use: the modules of the methods import numpy, which building the command
+    line's parser does not. A method that ``reranks`` rescores a first stage's candidates (its searcher is a
+    :class:`clirplug.api.Reranker`); ``experiment`` says whether an experiment's ``runs:`` may name it (those
+    have a ``planner``).
+    ``flags`` maps each searcher keyword argument that the command line sets (``clirplug search``, ``clirplug
+    serve``) to the destination of the flag giving it (``{"settings": "psq"}``: ``--psq`` gives PSQ's
+    ``settings``; :func:`clirplug.cli.options.searcher_arguments`).
     """
 
     settings: type[Settings]
@@ -177,6 +183,7 @@ class Method:
     experiment: bool = True
     training: TrainingStep | None = None
     fixed: tuple[str, ...] = ()
+    planner: str | None = None
     flags: Mapping[str, str] = field(default_factory=dict)
 
     def function(self) -> Callable:
@@ -186,6 +193,13 @@ class Method:
     def searcher_class(self) -> type:
         """The searcher class of :mod:`clirplug.api` that front ends build for the method."""
         return _imported(self.searcher)
+
+    def planner_function(self) -> Callable:
+        """The experiment's planner of the method's ``runs:`` entries: ``planner(plan, spec, splits)`` adds the
+        stages of the runs of ``spec`` on ``splits`` (:mod:`clirplug.experiment.planners`)."""
+        if self.planner is None:
+            raise ClirplugError(f"{self.help}: no experiment planner (not a method of runs:)")
+        return _imported(self.planner)
 
     def read(self, mapping: dict, where: str) -> tuple[Settings, dict, Settings | None]:
         """From a ``runs:`` mapping: the entry's settings, its training options as written (key-sorted, for the
@@ -211,27 +225,33 @@ METHODS: dict[str, Method] = {
     "bm25": Method(Bm25Run, "clirplug.lucene.search:bm25_search", "clirplug.api:LuceneSearcher", ("index",),
                    "BM25 of the untranslated query", experiment=False, flags=BM25_FLAGS),
     "dt": Method(DtRun, "clirplug.qt.dt:dt_run", "clirplug.api:DtSearcher", ("index", "model"),
-                 "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS),
+                 "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS,
+                 planner="clirplug.experiment.planners.dt:plan_dt"),
     "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
                       "DT with the 1-best chosen from the n-best list by MIRA weights", experiment=False,
                       flags={"mira": "mira", **DT_FLAGS}),
     "psq": Method(PsqRun, "clirplug.qt.psq:psq_run", "clirplug.api:PsqSearcher", ("index", "model"),
                   "probabilistic structured queries of the model's tables",
-                  flags={"settings": "psq", "table": "table", "field": "field", "src_lang": "src_lang", **BM25_FLAGS}),
+                  flags={"settings": "psq", "table": "table", "field": "field", "src_lang": "src_lang", **BM25_FLAGS},
+                  planner="clirplug.experiment.planners.psq:plan_psq"),
     "boost": Method(BoostRun, "clirplug.boost:rerank_run", "clirplug.api:BoostSearcher", ("corpus",),
                     "bagged RankBoost over n-gram pairs, alone or reranking a first stage",
                     reranks=True, training=TRAINING["boost"], fixed=("field", "src_lang"),
-                    flags={"model": "model_file", "field": "field", "first_stage": "first_stage", "depth": "depth"}),
+                    flags={"model": "model_file", "field": "field", "first_stage": "first_stage", "depth": "depth"},
+                    planner="clirplug.experiment.planners.boost:plan_boost"),
     "bowfd": Method(BowfdRun, "clirplug.rerank.bowfd:rerank_run", "clirplug.api:BowfdSearcher",
                     ("index", "model", "first_stage"),
                     "BOW-FD: a first stage's top reranked by bag-of-words forced decoding", reranks=True,
                     training=TRAINING["bowfd"],
-                    flags={"first_stage": "first_stage", "depth": "depth", "weights": "weights", "v": "v", "lm": "lm"}),
+                    flags={"first_stage": "first_stage", "depth": "depth", "weights": "weights", "v": "v", "lm": "lm"},
+                    planner="clirplug.experiment.planners.bowfd:plan_bowfd"),
     "fusion": Method(FusionRun, "clirplug.fusion:fuse", "clirplug.api:FusionSearcher", ("searchers",),
                      "the rankings of other methods fused (weighted Borda count, RRF, ...)",
-                     flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"}),
+                     flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"},
+                     planner="clirplug.experiment.planners.fusion:plan_fusion"),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
-                    "multilingual-e5-small embeddings, no translation", flags={"words": "words", "threads": "threads"}),
+                    "multilingual-e5-small embeddings, no translation", flags={"words": "words", "threads": "threads"},
+                    planner="clirplug.experiment.planners.dense:plan_dense"),
 }
 # The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline,
 # and runs no dt-mira.

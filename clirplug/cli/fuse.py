@@ -50,7 +50,7 @@ def run(args):
         if args.curve is None and args.output == STDOUT:
             raise ClirplugError("--tune-on with --output - needs --curve PREFIX (the files of the kappa curve)")
         check_output(prefix, "--curve", suffixes=CURVE_SUFFIXES)
-    runs = [read_run(path) for path in args.runs]
+    runs = [read_run(path, empty=False) for path in args.runs]
     if args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
     if (args.kappa is not None or args.tune_on) and len(runs) != 2:
@@ -61,7 +61,7 @@ def run(args):
         raise ClirplugError("give either --kappa or --tune-on, not both")
     weights = args.weights
     if args.tune_on:
-        tuning = [read_run(path) for path in args.tune_runs] if args.tune_runs else runs
+        tuning = [read_run(path, empty=False) for path in args.tune_runs] if args.tune_runs else runs
         curve = kappa_curve(tuning, read_qrels(args.tune_on), args.method, kappa_grid(args.grid_step), args.depth,
                             args.measure, names=args.tune_runs or args.runs)
         kappa = best_kappa(curve)

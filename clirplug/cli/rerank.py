@@ -81,9 +81,12 @@ def run(args):
     if missing:
         raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
     topics = read_topics(args.topics, lang=args.topic_lang)
-    if args.field:
-        require_field(topics, args.field, args.topics)
-    given["candidates"] = None if args.candidates is None else read_run(args.candidates)
+    # the field read: --field, else the one in the function's config (BOW-FD: title); a function reading its model's
+    # (boosting) learns it once the model is loaded
+    field = args.field or (values["config"].field if "config" in parameters else None)
+    if field:
+        require_field(topics, field, args.topics)
+    given["candidates"] = None if args.candidates is None else read_run(args.candidates, empty=False)
     frame = function(topics, **given)
     write_run_file(frame, args, depth=depth,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -30,6 +30,11 @@ def add_arguments(parser):
     parser.add_argument("--method", default="bm25", choices=list(METHODS), help="retrieval method (default: bm25)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one)")
+    parser.add_argument("--time-budget", type=float, default=30.0, metavar="SECONDS",
+                        help="a request still waiting or searching after this long is answered 503 and its search "
+                             "stopped (default: 30)")
+    parser.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
+                        help="larger request bodies are refused with 413 (default: 1048576)")
     add_settings(parser, Bm25Run)
     model = parser.add_argument_group("translation (dt, dt-mira, psq, bowfd)")
     model.add_argument("--model", metavar="DIR", help="model folder trained by 'clirplug train' (docs/models.md)")
@@ -69,9 +74,9 @@ def _require_web_stack():
 
     from clirplug.errors import ClirplugError
 
-    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    missing = [name for name in ("fastapi", "pydantic", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
-        raise ClirplugError(f"clirplug serve needs {' and '.join(missing)}: pip install 'clirplug[serve]'")
+        raise ClirplugError(f"clirplug serve needs {', '.join(missing)}: pip install 'clirplug[serve]'")
 
 
 def searcher_options(args) -> dict:
@@ -118,10 +123,11 @@ def run(args):
     from clirplug.lucene.index import check_index
 
     _require_web_stack()
-    from clirplug.serve.app import bind, create_app, serve
+    from clirplug.serve.app import Limits, bind, create_app, serve
 
     if not 0 <= args.port <= 65535:
         raise ClirplugError(f"--port must be from 0 to 65535, got {args.port}")
+    limits = Limits(max_body=args.max_body, time_budget=args.time_budget)
     if not args.system:
         if not args.index:
             raise ClirplugError("clirplug serve needs --index DIR (or --system FILE)")
@@ -129,8 +135,13 @@ def run(args):
         check_index(args.index)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once
     searching = systems(args.system) if args.system else [service(args, options)]
+    for served in searching:
+        served.warm_up()
     host, port = sock.getsockname()[:2]
     print(f"clirplug serve: {', '.join(s.method for s in searching)} on http://{host}:{port}/ (Ctrl-C stops)",
           flush=True)
-    serve(create_app(*searching), sock)
+    serve(create_app(*searching, limits=limits), sock)
     print("clirplug serve: stopped")
+    import gc
+
+    gc.freeze()  # the process ends now: the collector need not walk the loaded models once more on the way out

@@ -86,8 +86,9 @@ class Collection:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One entry of ``runs:``: a run name, its method (a key of :data:`clirplug.methods.RUNS`), its
-    settings, and the options of the method's training step as written and as its settings."""
+    """One entry of ``runs:``: a run name, its method (a key of :data:`clirplug.methods.METHODS` whose entry an
+    experiment may name), its settings, and the options of the method's training step as written and as its
+    settings."""
 
     name: str
     method: str
@@ -289,8 +290,8 @@ def _string_list(source, key, value, allowed=None) -> tuple[str, ...]:
 def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     """Check the nested dict of a config and build an :class:`ExperimentConfig`."""
     from clirplug.eval.measures import parse_measures
-    from clirplug.experiment.stages import check_models
-    from clirplug.methods import RUNS, Bm25Run
+    from clirplug.experiment.plan import check_models
+    from clirplug.methods import METHODS, Bm25Run
 
     unknown = sorted(set(raw) - set(DEFAULTS))
     if unknown:
@@ -392,9 +393,10 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
             raise _error(source, key, "floor and ceiling are always run; choose another name")
         settings = dict(settings or {})
         method = settings.pop("method", run_name)
-        if method not in RUNS:
-            raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(RUNS)})")
-        runs.append(RunSpec(run_name, method, *RUNS[method].read(settings, f"{source}: {key}")))
+        planned = [name for name, entry in METHODS.items() if entry.experiment]  # also those registered at run time
+        if method not in planned:
+            raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(planned)})")
+        runs.append(RunSpec(run_name, method, *METHODS[method].read(settings, f"{source}: {key}")))
     names = {spec.name for spec in runs}
     for spec in runs:
         for other in _references(spec):

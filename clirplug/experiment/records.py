@@ -11,7 +11,8 @@ from pathlib import Path
 
 from clirplug import stage_record
 from clirplug.digest import file_digest
-from clirplug.experiment.stages import STAGE_KINDS, Stage
+from clirplug.experiment.kinds import STAGE_KINDS
+from clirplug.experiment.plan import Stage
 
 RECORD_FORMAT = 1
 

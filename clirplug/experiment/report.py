@@ -24,8 +24,10 @@ from pathlib import Path
 
 from clirplug.atomic import atomic_open
 from clirplug.experiment import figures
-from clirplug.experiment.stages import Stage, stage_kind
+from clirplug.experiment.kinds import stage_kind
+from clirplug.experiment.plan import Stage
 from clirplug.experiment.tables import HOLM_MARKER, Cell, Table, latex_document, markdown, result_table, win_tie_loss
+from clirplug.methods import METHODS
 
 # table title -> (methods whose runs it shows between the floor and the ceiling,
 #                 methods of which one must be present for the table to be shown)
@@ -39,6 +41,8 @@ TABLES = {
     # no translation: German queries and English documents in one multilingual-e5-small vector space
     "dense retrieval baseline (multilingual-e5-small)": (("dt", "psq", "boost", "dense"), ("dense",)),
 }
+# the methods that fuse runs: the report tests each fusion against its input runs
+FUSING = tuple(name for name, method in METHODS.items() if "searchers" in method.needs)
 CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
 TIE = 1e-9  # per-topic values closer than this to the baseline's are a tie
 PACKAGE = Path(__file__).resolve().parents[1]  # the clirplug package, home of the demo's config and collection
@@ -125,7 +129,7 @@ def score_runs(config, run_stages):
                 continue
             runs = {s.run["name"]: read_run(s.outputs[0]) for s in stages}
             methods = {s.run["name"]: s.run["method"] for s in stages}
-            inputs = {s.run["name"]: s.settings["runs"] for s in stages if s.run["method"] == "fusion"}
+            inputs = {s.run["name"]: s.settings["runs"] for s in stages if s.run["method"] in FUSING}
             if ceiling and "ceiling" not in runs:
                 runs["ceiling"], methods["ceiling"] = read_run(ceiling[0].outputs[0]), "ceiling"
             result = evaluate(qrels, runs, list(config.measures), per_query=True)

@@ -23,8 +23,10 @@ from pathlib import Path
 from clirplug.atomic import check_output, not_regular, remove_temporaries
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, WorkerLost, connected, make_executor
+from clirplug.experiment.kinds import STAGE_KINDS, Context
+from clirplug.experiment.plan import Stage, build_plan
 from clirplug.experiment.records import is_current, record_path, stage_key
-from clirplug.experiment.stages import STAGE_KINDS, Context, Stage, build_plan
+from clirplug.methods import METHODS
 from clirplug.stage_record import output_states, write_record
 
 LOCK = ".clirplug.lock"
@@ -125,13 +127,23 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
     return seconds
 
 
-def _start_worker(config, workers: ExecutorSettings, progress: bool, plan_stages: dict) -> None:
-    """Give a stage worker process its own context (loaded models and searchers stay per process)."""
+def _start_worker(config, workers: ExecutorSettings, progress: bool, plan_stages: dict, modules: list[str],
+                  methods: dict) -> None:
+    """Give a stage worker process its own context (loaded models and searchers stay per process), with the
+    stage kinds of the plan registered (``modules`` define them: :func:`kind_modules`) and the registry entries
+    of the config's methods (``methods``: those registered at run time are not in a new process's registry)."""
     global _WORKER_CONTEXT
-    import clirplug.experiment.report  # noqa: F401 - registers the report's stage kind in this process
-    import clirplug.experiment.systems  # noqa: F401 - and the systems'
+    import importlib
 
+    for module in modules:
+        importlib.import_module(module)
+    METHODS.update(methods)
     _WORKER_CONTEXT = Context(config, workers, progress, plan_stages)
+
+
+def kind_modules(stages) -> list[str]:
+    """The modules defining the kinds of ``stages`` (the generic kinds', the planners', the report's...)."""
+    return sorted({STAGE_KINDS[stage.kind][0].__module__ for stage in stages})
 
 
 _WORKER_CONTEXT: Context | None = None
@@ -249,7 +261,8 @@ def _run_in_workers(config, workers, progress, plan_stages, todo, numbers, log):
         running = {}
         error = None
         with make_executor(workers, initializer=_start_worker,
-                           initargs=(config, workers, progress, plan_stages)) as executor:
+                           initargs=(config, workers, progress, plan_stages, kind_modules(plan_stages.values()),
+                                     {spec.method: METHODS[spec.method] for spec in config.runs})) as executor:
             while running or (waiting and error is None):
                 while error is None and len(running) < workers.jobs:
                     ready = next((item for item in waiting if not pending.intersection(item[0].deps)), None)

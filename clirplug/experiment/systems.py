@@ -15,58 +15,66 @@ fewer searchers, then fewer rerankers. It is written as ``recommended.<field>.js
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from clirplug.experiment.stages import Stage, run_file, stage_kind
+from clirplug.experiment.kinds import stage_kind
+from clirplug.experiment.plan import Stage, run_file
 from clirplug.methods import METHODS
 from clirplug.system_file import relative, root_of, system_path, write_system
 
 MEASURE = "MAP"
 DECIMALS = 4  # ties: equal at the report's precision
 
+# run stage kind -> ``describe(stage, ctx, system, tuned) -> system``: the system of a run stage of that kind, from
+# ``system`` (its name, field, tag and hits; index, corpus, model, files, first_stage and searchers None) and the
+# ``tuned`` settings of its sidecar. A run stage of a kind without one (the ceiling, joined parts) has no system.
+DESCRIBERS: dict[str, Callable] = {}
 
-def _model(config, settings: dict, weights=None) -> dict:
+
+def describes(kind: str):
+    """Register the function describing the systems of run stages of ``kind`` (:data:`DESCRIBERS`)."""
+
+    def register(function):
+        DESCRIBERS[kind] = function
+        return function
+
+    return register
+
+
+def index_entry(config) -> str:
+    """The experiment's index in a system file."""
+    return relative(config.index_dir, config.root)
+
+
+def corpus_entry(config) -> str:
+    """The collection's documents in a system file."""
+    return relative(config.collection.corpus, config.root)
+
+
+def model_entry(config, settings: dict, weights=None) -> dict:
+    """The model of a stage's ``model``, ``kind`` and ``lang`` settings (decoding with ``weights``) in a system file."""
     return {"folder": relative(settings["model"], config.root), "kind": settings["kind"], "src_lang": settings["lang"],
             "weights": None if weights is None else relative(weights, config.root)}
 
 
+@describes("floor")
+def _floor_system(stage: Stage, ctx, system: dict, tuned: dict) -> dict:
+    return {**system, "method": "bm25", "index": index_entry(ctx.config), "options": {"bm25": stage.settings["bm25"]}}
+
+
 def _describe(stage: Stage, ctx) -> dict:
     """The system of a run stage (keys of :mod:`clirplug.system_file`, but ``format`` and ``root``)."""
-    config, s, run = ctx.config, stage.settings, stage.run
+    s, run = stage.settings, stage.run
     tuned = json.loads(stage.outputs[0].with_suffix(".json").read_text(encoding="utf-8"))["tuned"]
-    index, corpus = relative(config.index_dir, config.root), relative(config.collection.corpus, config.root)
     system = {"name": run["name"], "field": run["field"], "tag": f"{run['name']}.{run['field']}", "hits": s["hits"],
               "index": None, "corpus": None, "model": None, "files": {}, "first_stage": None, "searchers": None}
-    kind = stage.kind
-    if kind == "floor":
-        return {**system, "method": "bm25", "index": index, "options": {"bm25": s["bm25"]}}
-    if kind == "dt":
-        translate = ctx.plan_stages[stage.deps[1]].settings
-        return {**system, "method": "dt", "index": index, "model": _model(config, translate, translate["weights"]),
-                "options": {"field": run["field"], "bm25": s["bm25"]}}
-    if kind == "psq":
-        return {**system, "method": "psq", "index": index, "model": _model(config, s),
-                "options": {"settings": tuned.get("psq", s["psq"]), "field": run["field"], "bm25": s["bm25"]}}
-    if kind == "bowfd":
-        from clirplug.train.bowfd import BowfdSettings
+    return DESCRIBERS[stage.kind](stage, ctx, system, tuned)
 
-        scoring = BowfdSettings.from_mapping(s["options"], f"runs.{run['name']}").scoring(run["field"])
-        return {**system, "method": "bowfd", "index": index, "model": _model(config, s),
-                "files": {"weights": relative(stage.inputs_from[0], config.root)},
-                "first_stage": system_path(stage.inputs_from[1]).name,
-                "options": {"settings": {name: getattr(scoring, name) for name in scoring.names()}, "lm": s["lm"],
-                            "depth": s["depth"]}}
-    if kind == "boost":
-        first = system_path(stage.inputs_from[1]).name if len(stage.inputs_from) > 1 else None
-        return {**system, "method": "boost", "corpus": corpus, "first_stage": first,
-                "files": {"model": relative(stage.inputs_from[0], config.root)},
-                "options": {"field": run["field"], "depth": s["hits"]}}
-    if kind == "fusion":
-        return {**system, "method": "fusion", "searchers": [system_path(path).name for path in stage.inputs_from[1:]],
-                "options": {"method": tuned["method"], "kappa": tuned["kappa"], "depth": s["hits"]}}
-    if kind == "dense":
-        return {**system, "method": "dense", "index": index, "corpus": corpus,
-                "options": {"words": tuned.get("words", s.get("words"))}}
-    raise AssertionError(f"{stage.name}: no system for stage kind {kind}")
+
+def _method(config, stage: Stage):
+    """The registry entry of a run stage's ``runs:`` entry; None for the floor and the ceiling."""
+    spec = next((spec for spec in config.runs if spec.name == stage.run["name"]), None)
+    return None if spec is None else METHODS[spec.method]
 
 
 def add_systems_stage(plan) -> str:
@@ -84,11 +92,13 @@ def add_systems_stage(plan) -> str:
         return [by_file[path] for path in stage.inputs_from if path in by_file]
 
     def with_system(stage: Stage) -> bool:
-        return (stage.run["split"] in c.splits and stage.kind not in ("ceiling", "join")
-                and all(map(with_system, inputs(stage))))
+        return stage.run["split"] in c.splits and stage.kind in DESCRIBERS and all(map(with_system, inputs(stage)))
 
     def trained(stage: Stage) -> bool:  # learned from the tune split's qrels: in-sample there
-        return getattr(METHODS.get(stage.kind), "training", None) is not None or any(map(trained, inputs(stage)))
+        return getattr(_method(c, stage), "training", None) is not None or any(map(trained, inputs(stage)))
+
+    def fuses(stage: Stage) -> bool:  # compared by its inputs' tune-split runs fused
+        return "searchers" in getattr(_method(c, stage), "needs", ())
 
     runs = [stage for stage in by_file.values() if with_system(stage)]
     tuned = {(name, fld) for name, split, fld in plan.run_stages if split == c.tune_split}
@@ -96,7 +106,7 @@ def add_systems_stage(plan) -> str:
     if c.collection.qrels(c.tune_split).is_file():
         for fld in c.fields:
             names = [stage.run["name"] for stage in runs if stage.run["split"] == c.splits[0] and stage.run["field"] == fld
-                     and not trained(stage) and ((stage.run["name"], fld) in tuned or (stage.kind == "fusion" and all(
+                     and not trained(stage) and ((stage.run["name"], fld) in tuned or (fuses(stage) and all(
                          (run.run["name"], fld) in tuned for run in inputs(stage))))]
             if names:
                 compared[fld] = names

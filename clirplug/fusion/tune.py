@@ -185,6 +185,20 @@ def best_kappa(curve):
     return float(best.iloc[(best["kappa"] - 0.5).abs().argsort().iloc[0]]["kappa"])
 
 
+def choose_fusion(runs, qrels, methods=("borda",), grid=None, depth=1000, measure="MAP", names=("run 1", "run 2")):
+    """The fusion method and kappa with the best ``measure`` of two runs on ``qrels``: each method's
+    :func:`kappa_curve`, the method of the highest value (the first on ties) and its :func:`best_kappa`.
+
+    Returns ``(method, kappa, curves)``: the curves in ``methods`` order, each with a ``method`` column.
+    """
+    methods = list(methods)
+    if not methods:
+        raise ClirplugError("choosing a fusion method needs at least one")
+    curves = [kappa_curve(runs, qrels, method, grid, depth, measure, names).assign(method=method) for method in methods]
+    best = max(range(len(curves)), key=lambda i: (curves[i][measure].max(), -i))
+    return methods[best], best_kappa(curves[best]), curves
+
+
 def write_curve(curve, path):
     """Write ``curve`` as a tab-separated table (``kappa``, measure, and ``method`` when it has one) atomically."""
     from clirplug.atomic import atomic_open

@@ -21,13 +21,16 @@ RUN_COLUMNS = ["qid", "docid", "rank", "score"]
 SCORED_COLUMNS = ["qid", "docid", "score"]
 
 
-def read_run(path):
+def read_run(path, empty: bool = True):
     """Read a TREC run file.
 
     Parameters
     ----------
     path : str or Path
         Six whitespace-separated fields a line: ``qid Q0 docid rank score tag``.
+    empty : bool
+        Whether a run without a line is accepted (a run of queries that found nothing); ``False`` where
+        an empty run can only be a mistake (the runs fused, the candidates reranked).
 
     Returns
     -------
@@ -46,10 +49,26 @@ def read_run(path):
     except (OSError, UnicodeDecodeError) as error:
         raise ClirplugError(f"{path}: cannot read run ({error})") from error
     try:
-        return _run_columns(text)
+        frame = _run_columns(text)
     except ValueError:
         _raise_first_error(path, text)
         raise
+    if not empty and frame.empty:
+        raise ClirplugError(f"{path}: an empty run (no result line)")
+    frame.attrs["path"] = str(path)  # named by check_shared_topics
+    return frame
+
+
+def check_shared_topics(candidates, topics) -> None:
+    """Refuse ``candidates`` (a run frame) that rank documents but none for the ``topics``: reranking them would
+    silently give an empty run (they are another topic set's). The error names the run's file when
+    :func:`read_run` read it."""
+    qids = set(candidates["qid"])
+    if qids and not qids & {topic.id for topic in topics}:
+        name = candidates.attrs.get("path", "the candidates")
+        first = sorted(qids)[0]
+        raise ClirplugError(f"{name}: the candidates share no topic with the topics ({len(qids)} topics, e.g. "
+                            f"{first!r}, none of the {len(topics)} topics searched): are they another topic set's?")
 
 
 def _run_columns(text):

@@ -33,6 +33,7 @@ column of a TREC run (white space, control characters), is an error naming file 
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import NamedTuple
 
@@ -84,7 +85,7 @@ def _read_jsonl(path, text, lang):
                 raise ClirplugError(
                     f"{where(path, lineno)}: field {key!r} must be a string, got {type(value).__name__}"
                 )
-            values[key] = value
+            values[key] = check_text(value, f"{where(path, lineno)}: field {key!r}")
         if not values["id"].strip():
             raise ClirplugError(f"{where(path, lineno)}: empty topic id")
         yield lineno, Topic(values["id"].strip(), values["title"], values["desc"], values["narr"])
@@ -294,6 +295,22 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
     return topics
 
 
+def check_text(text: str, at: str) -> str:
+    """``text``, refused (naming ``at``) when it holds a lone surrogate (JSON's ``"\\ud800"``), which is no
+    character: no step after could encode it (the language model failed with a traceback)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ClirplugError(f"{at}: {text[error.start]!r} is a lone surrogate, not a character") from None
+    return text
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: white space and invisible format characters (Unicode category Cf: the
+    zero-width space, joiners, direction marks, the byte-order mark) only."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+
+
 def require_field(topics, field: str, path) -> None:
     """Refuse ``topics`` (read from ``path``) when none has text in ``field``; warn about those without.
 
@@ -301,7 +318,7 @@ def require_field(topics, field: str, path) -> None:
     silently empty.
     """
     _check_field(field)
-    empty = [topic.id for topic in topics if not getattr(topic, field).strip()]
+    empty = [topic.id for topic in topics if is_blank(getattr(topic, field))]
     if len(empty) == len(topics):
         raise ClirplugError(f"{path}: no topic has a {field!r} field")
     if empty:

@@ -23,6 +23,7 @@ from clirplug.errors import ClirplugError
 
 MIN_JAVA = 21
 JVM_OPTIONS = ("-Xmx8g", "-Dlog4j2.level=warn", "-Xrs")
+MAX_CLAUSES = 2**31 - 1  # the clauses a Lucene query may have: as many as Java can count (Integer.MAX_VALUE)
 
 
 def _java_major(java_home: Path) -> int | None:
@@ -91,6 +92,9 @@ def _jnius():
     # Lucene announces its MMapDirectory implementation through java.util.logging at INFO
     logging = jnius.autoclass("java.util.logging.Logger")
     logging.getLogger("org.apache.lucene").setLevel(jnius.autoclass("java.util.logging.Level").WARNING)
+    # A query of any number of distinct terms is searched whole: Lucene's limit of 1,024 clauses per query
+    # raised, as Pyserini users raise it (BooleanQuery.setMaxClauseCount)
+    jnius.autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(MAX_CLAUSES)
     return jnius
 
 

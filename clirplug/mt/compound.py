@@ -9,6 +9,10 @@ letters and must not be function words (``excluded``); this stands in for Koehn 
 restriction of parts by part of speech (their §4), which keeps e.g. *beispiel* from becoming
 *bei + spiel*.
 
+A split has at most :data:`MAX_PARTS` parts, each a known word, so a word longer than
+``MAX_PARTS`` times the longest known word (and the fillers between) is left whole at once, and the
+work on any word is bounded: splitting is linear in the length of the text.
+
 The splitter is saved as a small TSV file: a header line with the settings, then
 ``word<TAB>count`` lines.
 """
@@ -23,6 +27,10 @@ from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
 
 HEADER = "#clirplug-compound-splitter"
+# The most parts a split has (the words of the manclir-de bitext, topics and dictionary have at most 6).
+# With parts no longer than the longest known word, it bounds the work on a word, however long.
+MAX_PARTS = 10
+CACHE_SIZE = 1_000_000  # the most splits remembered
 
 
 class CompoundSplitter:
@@ -48,6 +56,11 @@ class CompoundSplitter:
         self.fillers = tuple(fillers)
         self.excluded = frozenset(excluded)
         self._cache: dict[str, list[str]] = {}
+        # the log count of each word that may be a part
+        self._part_log_counts = {word: math.log(count) for word, count in self.counts.items() if word not in self.excluded}
+        self._longest_part = max(map(len, self._part_log_counts), default=0)
+        # the longest word that MAX_PARTS parts and the fillers between them can make
+        self._longest_split = MAX_PARTS * self._longest_part + (MAX_PARTS - 1) * max(map(len, self.fillers), default=0)
 
     @classmethod
     def train(cls, sentences: Iterable[list[str]], min_length: int = 4, fillers=("s", "es"),
@@ -57,36 +70,35 @@ class CompoundSplitter:
         counts = {word: count for word, count in counts.items() if len(word) >= min_length}
         return cls(counts, min_length, fillers, excluded)
 
-    def _part_log_count(self, part: str) -> float | None:
-        count = self.counts.get(part, 0)
-        if count == 0 or part in self.excluded:
-            return None
-        return math.log(count)
-
     def split(self, word: str) -> list[str]:
         """Split ``word`` into its parts (``[word]`` when it is best left whole)."""
         cached = self._cache.get(word)
         if cached is None:
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()  # a long-running service meets unboundedly many words
             cached = self._cache[word] = self._split(word)
         return cached
 
     def _split(self, word: str) -> list[str]:
         size, shortest = len(word), self.min_length
-        if size < 2 * shortest or not word.isalpha():
+        if size < 2 * shortest or size > self._longest_split or not word.isalpha():
             return [word]
         # best[k][p]: (sum of log counts, parts) of the best way to cover word[:p] with k parts,
-        # p being where the next part starts (after any filler).
+        # p being where the next part starts (after any filler). A part is a known word, so no
+        # longer than the longest (longest_part), and a split has at most MAX_PARTS parts:
+        # the work is bounded by MAX_PARTS * size * longest_part.
         best: list[dict[int, tuple[float, list[str]]]] = [{0: (0.0, [])}]
+        part_log_counts, longest_part = self._part_log_counts, self._longest_part
         whole = self.counts.get(word, 0)
         winner, winner_score = [word], math.log(whole) if whole else -math.inf
-        while best[-1]:
+        while best[-1] and len(best) <= MAX_PARTS:
             layer: dict[int, tuple[float, list[str]]] = {}
             parts_so_far = len(best)
             for start, (score, parts) in sorted(best[-1].items()):
-                for end in range(start + shortest, size + 1):
+                for end in range(start + shortest, min(size, start + longest_part) + 1):
                     if end == size and start == 0:
                         continue  # the whole word is not a part of itself
-                    log_count = self._part_log_count(word[start:end])
+                    log_count = part_log_counts.get(word[start:end])
                     if log_count is None:
                         continue
                     total, new_parts = score + log_count, [*parts, word[start:end]]

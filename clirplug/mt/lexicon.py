@@ -8,7 +8,8 @@ form (``.npz``) holds both vocabularies and the CSR matrix and loads in a fracti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse
@@ -119,7 +120,23 @@ class LexicalTable:
                 (npz["data"], npz["indices"], npz["indptr"]), shape=(len(src_vocab), len(tgt_vocab)))
         except (KeyError, ValueError, TypeError) as error:
             raise ClirplugError(f"{path}: not a lexical table ({error})") from error
+        bad = np.flatnonzero(~((matrix.data >= 0) & (matrix.data <= 1)))  # NaN included
+        if len(bad):
+            row = int(np.searchsorted(matrix.indptr, bad[0], side="right")) - 1
+            raise ClirplugError(f"{path}: p({tgt_vocab[matrix.indices[bad[0]]]!r} | {src_vocab[row]!r}) = "
+                                f"{matrix.data[bad[0]]:g} is outside [0, 1] ({len(bad)} such entries)")
         return cls(src_vocab, tgt_vocab, matrix)
+
+
+def word_by_word(model_dir, lang: str = "de") -> Callable[[str], list[str]]:
+    """``line -> words``: word-by-word translation with a model folder's ``lex.e_given_f.npz``, each token of the
+    line (tokenized as the folder's source side) by its most probable translation ``p(e|f)``, a token without one
+    copied (the baseline among an experiment's translation outputs)."""
+    from clirplug.mt.preprocess import preprocessor
+
+    table = LexicalTable.load(Path(model_dir) / "lex.e_given_f.npz")
+    tokenize = preprocessor(lang, model_dir)
+    return lambda line: [next(iter(table.translations(token)), token) for token in tokenize(line)]
 
 
 def _read_moses(path):

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clirplug.errors import ClirplugError
+from clirplug.errors import ClirplugError, warn
 
 if TYPE_CHECKING:
     from clirplug.mt.compound import CompoundSplitter
@@ -41,6 +41,10 @@ COMPOUND_FILE = "compound.{lang}.tsv"  # the splitter a model folder ships, see 
 # are translated in chunks (:func:`chunks`). The longest sentence of the manclir-de topics
 # has 84 tokens; docs/reliability.md states the limit.
 MAX_SENTENCE_TOKENS = 100
+# The most MT tokens of one query (a topic's field, a text) that are translated: beyond them the work would
+# grow without bound with the query (a 1 MB query holds some 150,000 tokens). The longest field of the
+# manclir-de and manclir-ja topics has 125 tokens; docs/reliability.md states the limit.
+MAX_QUERY_TOKENS = 1_000
 
 
 def _mark_ranges() -> str:
@@ -103,13 +107,16 @@ def split_sentences(text: str, lang: str) -> list[str]:
     """
     abbreviations = ABBREVIATIONS.get(lang, frozenset())
     opening, uncased = SCRIPT_OPENING.get(lang, OPENING), lang in UNCASED
-    sentences, start = [], 0
+    sentences, start, previous_end = [], 0, 0
     for match in SCRIPT_BOUNDARIES.get(lang, BOUNDARY).finditer(text):
-        following = text[match.end() :].lstrip(opening)[:1]
+        after = match.end()
+        while after < len(text) and text[after] in opening:
+            after += 1
+        following = text[after : after + 1]
+        begin, previous_end = previous_end, match.end()
         if not (following.isupper() or following.isdigit() or (uncased and following.isalpha())):
             continue
-        before = text[start : match.start()].split()
-        last = before[-1].lower() if before else ""
+        last = _last_word(text, begin, match.start()).lower()
         ends_with_period = text[match.start()] == "."
         if ends_with_period and (
             last in abbreviations
@@ -123,6 +130,17 @@ def split_sentences(text: str, lang: str) -> list[str]:
     return [sentence for sentence in sentences if sentence]
 
 
+def _last_word(text: str, begin: int, end: int) -> str:
+    """The last white-space-separated word of ``text[begin:end]`` ("" if none), found from its end: the work
+    is the length of that word and the white space after it, so :func:`split_sentences` stays linear."""
+    while end > begin and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start > begin and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
+
+
 def chunks(tokens: list[str], limit: int = MAX_SENTENCE_TOKENS) -> list[list[str]]:
     """``tokens`` cut into the fewest consecutive pieces of at most ``limit`` tokens, of near
     equal length; a list within the limit is returned whole (``[tokens]``)."""
@@ -133,15 +151,35 @@ def chunks(tokens: list[str], limit: int = MAX_SENTENCE_TOKENS) -> list[list[str
     return [tokens[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
+def query_limit(sentences: list[list[str]], what: str, limit: int = MAX_QUERY_TOKENS) -> list[list[str]]:
+    """The token lists ``sentences`` of one query up to ``limit`` tokens in all (:data:`MAX_QUERY_TOKENS`), the
+    tokens beyond it dropped with a warning naming the query (``what``)."""
+    total = sum(map(len, sentences))
+    if total <= limit:
+        return sentences
+    kept: list[list[str]] = []
+    for tokens in sentences:
+        left = limit - sum(map(len, kept))
+        if left <= 0:
+            break
+        kept.append(tokens[:left])
+    warn(f"{what} has {total:,} MT tokens; only the first {limit:,} are translated")
+    return kept
+
+
 def topic_sentences(topic, field: str, lang: str, tokenize: Callable[[str], list[str]]) -> list[list[str]]:
     """A topic's ``field`` as MT token lists: a ``title`` whole, any other field one list per
     sentence (queries are translated so by DT, PSQ, BOW-FD and MIRA alike); empty ones dropped,
-    longer ones than :data:`MAX_SENTENCE_TOKENS` cut into :func:`chunks`."""
+    longer ones than :data:`MAX_SENTENCE_TOKENS` cut into :func:`chunks`, and tokens beyond
+    :data:`MAX_QUERY_TOKENS` dropped (:func:`query_limit`)."""
     from clirplug.io.topics import topic_field
 
     text = topic_field(topic, field)
     parts = [text] if field == "title" else split_sentences(text, lang)
-    return [piece for tokens in map(tokenize, parts) if tokens for piece in chunks(tokens)]
+    sentences = [piece for tokens in map(tokenize, parts) if tokens for piece in chunks(tokens)]
+    if sum(map(len, sentences)) <= MAX_QUERY_TOKENS:
+        return sentences
+    return query_limit(sentences, f"topic {topic.id!r}: its {field}")
 
 
 # Arabic-script normalization, after Lucene's ArabicNormalizer (alef forms -> alef, alef maksura -> yeh,

@@ -35,7 +35,17 @@ from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, re
 from clirplug.mt.hypergraph import Hypergraph, gc_paused
 from clirplug.mt.kbest import kbest
 from clirplug.mt.lm import LanguageModel
-from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, split_sentences, topic_sentences
+from clirplug.mt.preprocess import COMPOUND_FILE, chunks, preprocessor, query_limit, split_sentences, topic_sentences
+
+
+def check_source_language(model_dir, src_lang: str) -> None:
+    """Refuse ``src_lang`` for a model folder trained from another source language, as its word alignment
+    ``align.F-E`` says (``clirplug train align``): its tables would meet none of the query's words, and every
+    query would silently be translated into its untranslated words. A folder without one is not checked."""
+    trained = sorted({path.name[len("align."):].split("-")[0] for path in Path(model_dir).glob("align.*-*")})
+    if trained and src_lang not in trained:
+        raise ClirplugError(f"{model_dir}: a model trained on {'/'.join(trained)} text (align.{trained[0]}-*), "
+                            f"not on {src_lang}: the source language ({src_lang}) does not match the model")
 
 
 class Translator:
@@ -76,6 +86,7 @@ class Translator:
         self.weights = {**DEFAULT_WEIGHTS, **weights}
         self.kind, self.pop_limit, self.max_span, self.src_lang = kind, pop_limit, max_span, src_lang
         self.cache = cache
+        check_source_language(self.model_dir, src_lang)
         self.tokenize = preprocessor(src_lang, self.model_dir)
         self._decoder: Decoder | None = None
         self._signature: str | None = None
@@ -157,12 +168,14 @@ class Translator:
         """A topic's ``field`` as token lists, a title whole (:func:`clirplug.mt.preprocess.topic_sentences`)."""
         return topic_sentences(topic, field, self.src_lang, self.tokenize)
 
-    def sentences(self, text: str, split: bool = True) -> list[list[str]]:
+    def sentences(self, text: str, split: bool = True, query: bool = False) -> list[list[str]]:
         """``text`` as MT token lists: one per sentence (``split``) or one for the whole text, those
         longer than :data:`~clirplug.mt.preprocess.MAX_SENTENCE_TOKENS` cut into
-        :func:`~clirplug.mt.preprocess.chunks`."""
+        :func:`~clirplug.mt.preprocess.chunks`; of a ``query``, the tokens beyond
+        :data:`~clirplug.mt.preprocess.MAX_QUERY_TOKENS` dropped with a warning."""
         parts = split_sentences(text, self.src_lang) if split else [text]
-        return [piece for tokens in (self.tokenize(part) for part in parts) if tokens for piece in chunks(tokens)]
+        sentences = [piece for tokens in (self.tokenize(part) for part in parts) if tokens for piece in chunks(tokens)]
+        return query_limit(sentences, f"a query of {len(text):,} characters") if query else sentences
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         """The +LM forest of ``tokens`` (cached)."""

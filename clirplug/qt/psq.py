@@ -182,6 +182,24 @@ class PsqSource:
     table: str | None = None
 
 
+def check_psq_files(source: PsqSource, settings: PsqSettings) -> None:
+    """Read the files of ``source`` that ``settings`` use and are quick to read (a PSQ table, the lexical table), so
+    that a searcher kept loaded refuses a bad one at once rather than at each query."""
+    from clirplug.mt.lexicon import LexicalTable
+    from clirplug.mt.translator import check_source_language
+    from clirplug.qt.psq_tables import PsqTable
+
+    if source.table:
+        PsqTable.load(source.table)
+        return
+    model = Path(source.model)
+    if not model.is_dir():
+        raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
+    check_source_language(model, source.src_lang)
+    if settings.weights["token"] > 0 and (model / "lex.e_given_f.npz").is_file():
+        LexicalTable.load(model / "lex.e_given_f.npz")
+
+
 def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     """The :class:`~clirplug.qt.psq_tables.PsqBuilder` and the source tokenizer of ``source`` for ``settings``.
 
@@ -190,6 +208,7 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     Pr_grammar of other words would miss their rules (the decoder reloads by itself).
     """
     from clirplug.mt.preprocess import preprocessor, topic_sentences
+    from clirplug.mt.translator import check_source_language
     from clirplug.qt.psq_tables import PsqBuilder, PsqTable
 
     if bool(source.table) == bool(source.model):
@@ -200,6 +219,7 @@ def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
     model = Path(source.model)
     if not model.is_dir():
         raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
+    check_source_language(model, source.src_lang)
     tokenize = preprocessor(source.src_lang, model)
     sentences = None if topics is None else [
         tokens for topic in topics for tokens in topic_sentences(topic, source.field, source.src_lang, tokenize)]

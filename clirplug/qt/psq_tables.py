@@ -397,6 +397,8 @@ class PsqSettings(Settings):
             if key not in PSQ_KEYS:
                 raise ClirplugError(f"{where}: unknown option {key!r} (known: {', '.join(PSQ_KEYS)})")
             name = PSQ_KEYS[key]
+            if name in values:
+                raise ClirplugError(f"{where}: option {key!r} given twice")
             if isinstance(value, str):
                 base = field_type(cls, name)[0]
                 try:

@@ -82,7 +82,8 @@ def grid_axes(grid: dict, where: str = "grid") -> list[tuple[str, list[str]]]:
 
 def with_value(settings: PsqSettings, key: str, value: str) -> PsqSettings:
     """``settings`` with one ``--psq`` option changed."""
-    return PsqSettings.parse(f"{settings.spec()},{key}={value}")
+    others = [item for item in settings.spec().split(",") if item.partition("=")[0] != key]
+    return PsqSettings.parse(",".join([*others, f"{key}={value}"]))
 
 
 def coordinate_search(measure, start: PsqSettings, axes) -> tuple[PsqSettings, dict[str, float]]:

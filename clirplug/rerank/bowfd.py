@@ -400,7 +400,7 @@ class BowFD:
         field = field or self.config.field
         return [PreparedSentence(self.translator.forest(tokens), self.analyze, self.weights.lex_enabled,
                                  self.config.beam, tokens)
-                for tokens in self.translator.sentences(text, split=field != "title")]
+                for tokens in self.translator.sentences(text, split=field != "title", query=True)]
 
     def doc_rows(self, docids: Sequence[str]) -> tuple[np.ndarray, list[str]]:
         """Internal numbers of the ``docids`` found in the index, and those ids."""
@@ -435,8 +435,9 @@ class BowFD:
         import pandas as pd
         from tqdm import tqdm
 
-        from clirplug.io.runs import SCORED_COLUMNS, add_latency, sort_run
+        from clirplug.io.runs import SCORED_COLUMNS, add_latency, check_shared_topics, sort_run
 
+        check_shared_topics(candidates, topics)
         field = field or self.config.field
         ranked = sort_run(candidates)
         groups = {qid: frame["docid"].tolist()[:depth] for qid, frame in ranked.groupby("qid", sort=False)}
@@ -505,6 +506,23 @@ class BowFD:
                 "prefiltered": not bool(result.active[d]), "bm25": fired}
 
 
+def explanation(record: Mapping, weights: BowfdWeights) -> dict:
+    """A winning derivation (a record of :meth:`BowFD.derivations`) for display: ``{"derivation", "score",
+    "sentences": [{"yield", "score", "terms": [{"term", "bm25", "weight", "contribution"}, ...]}, ...]}``, each
+    fired term's ``c(t) bm25(t, d)``, its weight ``w_t`` and their product (its share of the score), the terms by
+    falling contribution."""
+    sentences = []
+    for sentence in record["sentences"]:
+        fired = list(sentence["bm25"].items())
+        term_weights = weights.term_weights([term for term, _ in fired]) if fired else []
+        terms = [{"term": term, "bm25": value, "weight": float(weight), "contribution": float(weight) * value}
+                 for (term, value), weight in zip(fired, term_weights)]
+        sentences.append({"yield": sentence["yield"], "score": sentence["score"],
+                          "terms": sorted(terms, key=lambda term: -term["contribution"])})
+    return {"derivation": " ".join(s["yield"] for s in record["sentences"]), "score": record["score"],
+            "sentences": sentences}
+
+
 class NoLMForests:
     """The -LM forests of a model (the paper's Table 2 ablation): its grammar and weights, no LM.
 
@@ -522,8 +540,8 @@ class NoLMForests:
                                translator.pop_limit, translator.max_span)
         self._cache: dict[tuple[str, ...], Hypergraph] = {}
 
-    def sentences(self, text: str, split: bool = True) -> list[list[str]]:
-        return self.translator.sentences(text, split)
+    def sentences(self, text: str, split: bool = True, query: bool = False) -> list[list[str]]:
+        return self.translator.sentences(text, split, query)
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
         key = tuple(tokens)

@@ -4,8 +4,10 @@ The searcher is any method of the registry (:data:`clirplug.methods.METHODS`), c
 searchers it is built on (a reranker's first stage, the inputs of a fusion: :func:`clirplug.api.compose`).
 A query is read as a title (translated whole). Each answer holds the query's translation (the model's
 1-best; for PSQ also the weighted alternatives of each source token; none when no method of the searcher
-translates) and the ranked documents with their title and first words; a searcher whose documents have
-translations of their own (BOW-FD's winning derivations) adds each one's.
+translates) and the ranked documents with their title and a query-biased snippet, their matched words
+highlighted (:mod:`clirplug.serve.snippets`); a searcher whose documents have translations of their own
+(BOW-FD's winning derivations) adds each one's, and a searcher that explains its scores
+(:meth:`clirplug.api.Searcher.explanations`) each document's explanation.
 """
 
 from __future__ import annotations
@@ -15,18 +17,16 @@ from collections.abc import Callable, Mapping
 
 from clirplug.errors import ClirplugError
 
-SNIPPET_WORDS = 30
+WARM_UP_QUERY = "test"
 
 
 def split_document(text: str | None) -> tuple[str, str]:
-    """``(title, snippet)`` of an indexed text: the title is its first line when it has several
-    (``clirplug index`` folds a document's title in front of its contents), the snippet the first
-    :data:`SNIPPET_WORDS` words of the rest."""
+    """``(title, contents)`` of an indexed text: the title is its first line when it has several (``clirplug
+    index`` folds a document's title in front of its contents), the contents the rest."""
     if not text:
         return "", ""
     title, _, rest = text.partition("\n") if "\n" in text else ("", "", text)
-    words = rest.split()
-    return title.strip(), " ".join(words[:SNIPPET_WORDS]) + (" ..." if len(words) > SNIPPET_WORDS else "")
+    return title.strip(), rest
 
 
 class SearchService:
@@ -85,9 +85,11 @@ class SearchService:
 
     def _keep(self, method: str, searcher, index) -> None:
         from clirplug.lucene.reader import LuceneIndex
+        from clirplug.serve.snippets import Matcher
 
         self.method, self.searcher = method, searcher
         self.documents = None if index is None else LuceneIndex(index, progress=False)
+        self.matcher = None if self.documents is None else Matcher(self.documents.analyze)
 
     def translation(self, query: str) -> dict | None:
         """The translation shown with ``query``'s hits (:meth:`clirplug.api.Searcher.query_translation`): ``{"best":
@@ -97,14 +99,53 @@ class SearchService:
 
     def search(self, queries: list[tuple[str, str]], k: int) -> list[dict]:
         """The answer to each ``(qid, query)``: ``{"qid", "query", "translation", "hits": [{"rank", "docid",
-        "score", "title", "snippet"[, "derivation"]}, ...]}``, the ``k`` best documents first."""
+        "score", "title", "title_highlights", "snippet", "highlights"[, "derivation"][, "explanation"]}, ...]}``,
+        the ``k`` best documents first (highlights: ``[start, end)`` character spans of matched words)."""
+        from clirplug.serve.snippets import highlights, query_terms, snippet
+
         frame = self.searcher.batch_search_frame([text for _, text in queries], [qid for qid, _ in queries], k)
         hits: dict[str, list] = {qid: [] for qid, _ in queries}
         for qid, docid, rank, score, translation in frame.itertuples(index=False):
-            title, snippet = split_document(None if self.documents is None else self.documents.document_text(docid))
-            hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": title, "snippet": snippet}
+            hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": "", "title_highlights": [],
+                   "snippet": "", "highlights": []}
+            if self.documents is not None and self.matcher is not None:  # a system without an index shows none
+                title, contents = split_document(self.documents.document_text(docid))
+                terms = query_terms(translation)
+                shown, spans = snippet(contents, self.matcher, terms)
+                hit.update(title=title, title_highlights=highlights(title, self.matcher, terms), snippet=shown,
+                           highlights=spans)
             if self.searcher.derives:
                 hit["derivation"] = translation
             hits[qid].append(hit)
+        for qid, text in queries:
+            explained = self.searcher.explanations(text, [hit["docid"] for hit in hits[qid]])
+            for hit in hits[qid]:
+                if hit["docid"] in explained:
+                    hit["explanation"] = explained[hit["docid"]]
         return [{"qid": qid, "query": text, "translation": self.translation(text), "hits": hits[qid]}
                 for qid, text in queries]
+
+    def warm_up(self) -> None:
+        """Search once, so that what a first search loads or compiles (the decoder's grammar and kernels, Lucene's
+        readers) is ready before the service answers, within its time budget."""
+        self.search([("warm-up", WARM_UP_QUERY)], 1)
+
+    def document(self, docid: str) -> dict:
+        """The stored document ``docid``: ``{"docid", "title", "contents", "fields"}`` (``fields``: the stored
+        record's, e.g. ``id`` and ``contents``); a ClirplugError if the index has no such document."""
+        import json
+
+        if self.documents is None:
+            raise ClirplugError(f"{self.method} has no Lucene index to read documents from")
+        raw = self.documents.document_raw(docid)
+        try:
+            fields = json.loads(raw) if raw is not None else {}
+        except json.JSONDecodeError:  # a raw document of another Anserini collection type
+            fields = {"raw": raw}
+        title, contents = split_document(self.documents.document_text(docid))
+        return {"docid": docid, "title": title, "contents": contents,
+                "fields": fields if isinstance(fields, dict) else {"raw": raw}}
+
+    def settings(self) -> dict:
+        """The settings in effect (:meth:`clirplug.api.Searcher.settings_in_effect`), JSON-ready."""
+        return self.searcher.settings_in_effect()

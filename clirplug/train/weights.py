@@ -113,6 +113,8 @@ def train_weights(model: Path, kind: str, pairs, origin: str, settings: WeightsS
 
 
 def train_weights_on_bitext(model: Path, kind: str, src: Path, tgt: Path, settings: WeightsSettings = WeightsSettings(),
-                            **options) -> Path:
-    """:func:`train_weights` on the line pairs of ``src`` and ``tgt`` (``options``: its keywords)."""
-    return train_weights(model, kind, bitext_pairs(src, tgt), str(src), settings, **options)
+                            *, src_lang: str = "de", tgt_lang: str = "en", output: Path | None = None) -> Path:
+    """:func:`train_weights` on the line pairs of ``src`` and ``tgt`` (``clirplug train weights --src --tgt``; the
+    step of a model folder and of an experiment's ``models:``)."""
+    return train_weights(model, kind, bitext_pairs(src, tgt), str(src), settings, src_lang=src_lang, tgt_lang=tgt_lang,
+                         output=output)

@@ -275,4 +275,5 @@ def test_dt_mira_searcher_writes_the_command_s_run(runs, tmp_path):
     assert (tmp_path / "api.trec").read_bytes() == (tmp_path / "cli.trec").read_bytes()
     text, qid = runs.queries("title")[0][0], runs.queries("title")[1][0]
     frame = dt_mira.batch_search_frame([text], [qid], k=1)
-    assert dt_mira.query_translation(text) == {"best": frame["translation"].iloc[0]}
+    assert dt_mira.query_translation(text) == {"best": frame["translation"].iloc[0],
+                                               "untranslated": dt_mira.model.untranslated(text)}

@@ -10,10 +10,10 @@ import yaml
 
 from clirplug.cli import main
 from clirplug.errors import ClirplugError
-from clirplug.experiment import stages as stage_module
+from clirplug.experiment import kinds
 from clirplug.experiment.config import load_config
+from clirplug.experiment.plan import build_plan
 from clirplug.experiment.runner import run_experiment
-from clirplug.experiment.stages import build_plan
 
 pytestmark = pytest.mark.jvm
 
@@ -333,7 +333,7 @@ def test_the_grammar_filter_text_holds_the_desc_query_lines(tmp_path):
                                                    encoding="utf-8")
     config = load_config(DEMO, [f"collection.path={collection}", f"root={tmp_path}", "models.weights.lines=1"])
     stage = build_plan(config).stages["source-text"]
-    stage_module.STAGE_KINDS["source-text"][0](stage, None)
+    kinds.STAGE_KINDS["source-text"][0](stage, None)
     text = stage.outputs[0].read_text(encoding="utf-8").splitlines()
     pairs = parallel_queries(read_topics(collection / "topics.train.jsonl"), "desc", bitext=bitext)
     assert pairs[topics[0].id][0] == line and line not in records[0]["desc"]
@@ -344,7 +344,7 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
     small = _write(tmp_path, SMALL)
     config = load_config(small, [f"root={tmp_path / 'reference'}"])
     run_experiment(config, progress=False)
-    function, version = stage_module.STAGE_KINDS["psq"]
+    function, version = kinds.STAGE_KINDS["psq"]
     calls = []
 
     def interrupted(stage, ctx):
@@ -353,11 +353,11 @@ def test_interrupted_run_resumes_to_the_same_files(tmp_path, monkeypatch):
             raise KeyboardInterrupt  # as if killed in the middle of the second PSQ stage
         return function(stage, ctx)
 
-    monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (interrupted, version))
+    monkeypatch.setitem(kinds.STAGE_KINDS, "psq", (interrupted, version))
     fresh = load_config(small, [f"root={tmp_path / 'resumed'}"])
     with pytest.raises(KeyboardInterrupt):
         run_experiment(fresh, progress=False)
-    monkeypatch.setitem(stage_module.STAGE_KINDS, "psq", (function, version))
+    monkeypatch.setitem(kinds.STAGE_KINDS, "psq", (function, version))
     outcomes = run_experiment(fresh, progress=False)
     ran = {o.stage.name for o in outcomes if o.status == "ran"}
     assert calls[1] in ran and calls[0] not in ran and "index" not in ran

@@ -143,8 +143,9 @@ def test_serve_answers_with_the_experiments_tuned_fusion(config):
     topic = read_topics(config.collection.topics("dev"))[0]
     with running(create_app(*systems(args.system))) as url:
         with urllib.request.urlopen(url + "/info") as response:
-            assert json.loads(response.read()) == {"method": "psq+dense.title", "systems": ["psq+dense.title",
-                                                                                             "dt.title"]}
+            info = json.loads(response.read())
+            assert (info["method"], info["systems"]) == ("psq+dense.title", ["psq+dense.title", "dt.title"])
+            assert info["settings"]["dt.title"]["system_file"] == files[1]  # the settings in effect
         answers = {}
         for name, query in (("psq+dense", ""), ("dt", "&system=dt.title")):
             text = urllib.parse.quote(topic.title)

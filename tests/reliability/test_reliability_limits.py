@@ -75,7 +75,8 @@ def test_a_long_plain_text_line_is_translated_in_chunks(workspace, capsys):
 
 def test_the_experiment_translation_output_decodes_a_long_line_in_chunks(workspace, monkeypatch):
     """The mt-eval stage (BLEU of the bitext's first lines) cuts a 250-word line like ``translate`` does."""
-    from clirplug.experiment.stages import STAGE_KINDS, Stage
+    from clirplug.experiment.kinds import STAGE_KINDS
+    from clirplug.experiment.plan import Stage
     from clirplug.mt.translator import Translator
 
     decoded = []
@@ -95,7 +96,8 @@ def test_the_experiment_translation_output_decodes_a_long_line_in_chunks(workspa
 
 def test_the_experiment_translation_output_does_not_depend_on_the_workers(workspace):
     """mt-eval deals the lines over ``--jobs`` workers and puts their translations back in line order."""
-    from clirplug.experiment.stages import STAGE_KINDS, Stage
+    from clirplug.experiment.kinds import STAGE_KINDS
+    from clirplug.experiment.plan import Stage
 
     put(workspace, {"bitext.de": "dateien kopieren\nkopieren\ndateien\n" + " ".join(["dateien"] * 250) + "\n",
                     "bitext.en": "copy files\ncopy\nfiles\nfiles\n"})

@@ -109,3 +109,22 @@ def test_a_run_to_standard_output_holds_the_run_only(indexed, capfd):
     out, err = capfd.readouterr()
     assert out == (indexed / "run.trec").read_text() and len(out.splitlines()) == 6
     assert err == "wrote -: 2 of 2 topics with results, 6 lines\n"
+
+
+def test_a_query_of_more_than_1024_distinct_terms_is_searched(lucene_index):
+    """Lucene's limit of 1,024 clauses is raised (TooManyClauses and a stack trace before)."""
+    from clirplug.api import LuceneSearcher
+
+    query = "copy " + " ".join(f"word{k}" for k in range(3000))
+    hits = LuceneSearcher(lucene_index).search(query)
+    assert [hit.docid for hit in hits] == ["cp.1"]
+
+
+def test_bad_bowfd_weights_are_refused_when_the_searcher_is_built(workspace, lucene_index):
+    """A searcher kept loaded (the service) refuses a bad weights file at once, as clirplug rerank does."""
+    from clirplug.api import BowfdSearcher
+    from clirplug.errors import ClirplugError
+
+    put(workspace, {"bad.weights": "SMT:NoSuchFeature 1.0\n"})
+    with pytest.raises(ClirplugError, match=r"bad\.weights"):
+        BowfdSearcher(lucene_index, workspace / "model", weights=workspace / "bad.weights")

@@ -181,8 +181,9 @@ def test_a_searcher_shows_the_translations_of_those_it_is_built_on(model):
     translating = Translating()
     translating.model = model
     assert Fixed().query_translation("Dateien kopieren") == {}
-    assert translating.query_translation("Dateien kopieren") == {"best": "copy files"}
-    assert clirplug.FusionSearcher([Fixed(), translating]).query_translation("Dateien kopieren") == {"best": "copy files"}
+    shown = {"best": "copy files", "untranslated": []}  # every source word translated
+    assert translating.query_translation("Dateien kopieren") == shown
+    assert clirplug.FusionSearcher([Fixed(), translating]).query_translation("Dateien kopieren") == shown
 
 
 def test_searchers_are_built_by_method_name_through_the_registry(monkeypatch):

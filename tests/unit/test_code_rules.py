@@ -112,10 +112,14 @@ def test_the_library_does_not_import_the_python_api():
 
 
 def test_only_the_web_application_imports_the_web_stack():
-    """Starlette and uvicorn are the optional extra ``clirplug[serve]``: one module imports them, on first use."""
-    web = [path for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "serve" / "app.py"]
-    assert _importers(web, "starlette") == [] and _importers(web, "uvicorn") == []
-    assert _importers([PACKAGE / "serve" / "app.py"], "starlette"), "the rule checks nothing: no module imports starlette"
+    """FastAPI, Starlette, uvicorn and pydantic are the optional extra ``clirplug[serve]``: the web application
+    imports them (pydantic also its schema module), itself imported on first use."""
+    app, schema = PACKAGE / "serve" / "app.py", PACKAGE / "serve" / "schema.py"
+    web = [path for path in sorted(PACKAGE.rglob("*.py")) if path not in (app, schema)]
+    for package in ("fastapi", "starlette", "uvicorn", "pydantic"):
+        assert _importers(web, package) == [], package
+    assert _importers([schema], "fastapi") == [] and _importers([schema], "uvicorn") == []
+    assert _importers([app], "fastapi") and _importers([schema], "pydantic"), "the rule checks nothing"
 
 
 def test_only_clirplug_pyterrier_imports_pyterrier():
@@ -212,8 +216,8 @@ def test_the_front_ends_name_no_method_but_through_the_registry():
     """The command line, the Python API, the search service, the PyTerrier transformers and the benchmarks reach every
     method through its entry in ``clirplug.methods.METHODS`` (its settings class, searcher, library function, needs,
     whether it reranks; STYLE.md, practice 13): none matches a method's name or keeps a table by method name
-    (:func:`_method_names` says which occurrences count). ``clirplug/methods.py`` is the one table; the experiment's
-    planners (``clirplug/experiment/``) are each one method's own."""
+    (:func:`_method_names` says which occurrences count). ``clirplug/methods.py`` is the one table; the experiment has its
+    own rule (below: only its planners, one module per method, name methods)."""
     fronts = [file for path in FRONT_ENDS for file in ([path] if path.is_file() else sorted(path.rglob("*.py")))]
     named = [(str(path.relative_to(REPO)), *found) for path in fronts
              for found in _method_names(ast.parse(path.read_text(encoding="utf-8")))]
@@ -227,3 +231,35 @@ def test_a_method_name_used_to_dispatch_is_found():
                'held = name.startswith("boost")\nparser.add_argument("--method", default="bm25")\n')
     assert _method_names(ast.parse(planted)) == [(1, "dense"), (4, "dt"), (4, "psq"), (5, "bm25"), (5, "dt"),
                                                  (8, "boost"), (10, "bowfd"), (12, "boost")]
+
+
+def _method_comparisons(tree) -> list[tuple[int, str]]:
+    """``(line, name)`` of each method's name that the code dispatches on: compared (``==``, ``in``, a ``case``).
+    Subscripts are data's field names (a stage's ``bm25`` settings, a PSQ tuning's ``psq``)."""
+    from clirplug.methods import METHODS
+
+    def named(node) -> list[tuple[int, str]]:
+        return [(n.lineno, n.value) for n in ast.walk(node)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in METHODS]
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            found += named(node)
+        elif isinstance(node, ast.match_case):
+            found += named(node.pattern)
+    return sorted(set(found))
+
+
+def test_the_experiment_reaches_methods_through_the_registry_and_their_planners():
+    """The experiment finds a run's planner, and through it the method's stages, in the method's registry entry
+    (docs/architecture.md, "Adding a method"): outside the planners (one module per method), none of its modules
+    dispatches on a method's name."""
+    experiment = PACKAGE / "experiment"
+    modules = [path for path in sorted(experiment.rglob("*.py")) if experiment / "planners" not in path.parents]
+    named = [(str(path.relative_to(REPO)), *found) for path in modules
+             for found in _method_comparisons(ast.parse(path.read_text(encoding="utf-8")))]
+    assert named == []
+    planted = ('if stage.kind in ("dt", "psq"):\n    pass\nelif "dense" == kind:\n    pass\nmatch m:\n'
+               '    case "boost":\n        pass\nshown = {"psq": 1}\nmethod = s["bm25"]\n')
+    assert _method_comparisons(ast.parse(planted)) == [(1, "dt"), (1, "psq"), (3, "dense"), (6, "boost")]

@@ -104,3 +104,18 @@ def test_bowfd_s_default_depth_is_one_definition():
         assert inspect.signature(function).parameters["depth"].default == DEFAULT_DEPTH
     for command in (["rerank", "--method", "bowfd", "--model", "m", "--topics", "t", "--output", "r"], ["serve"]):
         assert build_parser().parse_args(command).depth is None
+
+
+def test_the_experiment_s_models_are_trained_by_the_steps_of_clirplug_train():
+    """``models:`` names steps of the one table of training steps, and the arguments the experiment builds for each
+    are parameters of that step's function (the function of ``clirplug train``, files in, model out)."""
+    from clirplug.data import demo_config
+    from clirplug.experiment.config import load_config
+    from clirplug.experiment.plan import MODEL_ARGUMENTS
+
+    config = load_config(demo_config())
+    for name, arguments in MODEL_ARGUMENTS.items():
+        step = TRAINING[name]
+        built, _, _ = arguments(config, config.root / "src", config.root / "tgt", "flat", config.model_dir)
+        assert set(built) <= set(inspect.signature(step.train).parameters) - {"settings"}, name
+        assert step.per_kind == ("kind" in built) and set(step.needs) <= set(MODEL_ARGUMENTS), name

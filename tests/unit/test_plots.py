@@ -23,7 +23,10 @@ def no_matplotlib(monkeypatch):
 def test_importing_clirplug_and_its_cli_imports_no_matplotlib():
     import subprocess
 
-    code = "import clirplug, clirplug.cli, clirplug.experiment.stages, clirplug.fusion.tune, sys; print('matplotlib' in sys.modules)"
+    code = ("import importlib, pkgutil, sys, clirplug, clirplug.cli, clirplug.experiment.runner, clirplug.fusion.tune\n"
+            "from clirplug.experiment import planners\n"
+            "for module in pkgutil.iter_modules(planners.__path__): importlib.import_module(f'{planners.__name__}.{module.name}')\n"
+            "print('matplotlib' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
@@ -47,8 +50,8 @@ def test_fuse_tune_on_without_matplotlib_stops_before_any_work(no_matplotlib, tm
 def test_an_experiment_without_matplotlib_plans_no_kappa_png(no_matplotlib):
     from clirplug.data import demo_config
     from clirplug.experiment.config import load_config
+    from clirplug.experiment.plan import build_plan
     from clirplug.experiment.report import add_report_stage
-    from clirplug.experiment.stages import build_plan
 
     plan = build_plan(load_config(demo_config()))
     add_report_stage(plan)

@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import inspect
 
 import pytest
 
@@ -109,9 +110,12 @@ def test_bm25_parameters_use_the_one_bm25_check():
 
 
 def test_every_method_of_runs_has_a_planner_and_reads_its_yaml_entry():
-    from clirplug.experiment.stages import PLANNERS
-
-    assert list(PLANNERS) == list(RUNS)
+    for name, method in METHODS.items():
+        assert (method.planner is not None) == (name in RUNS), name
+        if method.planner is not None:
+            planner = method.planner_function()
+            assert callable(planner) and method.planner == f"{planner.__module__}:{planner.__name__}"
+            assert list(inspect.signature(planner).parameters) == ["plan", "spec", "splits"]
     settings, options, training = RUNS["bowfd"].read({"depth": 50, "v": 0.4, "lm": False}, "runs.b")
     assert (settings.depth, settings.lm, settings.kind, options) == (50, False, "hiero", {"v": 0.4})
     assert training == TRAINING["bowfd"].settings(v=0.4)  # the entry's depth is the reranking's

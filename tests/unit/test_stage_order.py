@@ -2,8 +2,8 @@
 
 import pytest
 
+from clirplug.experiment.plan import Stage
 from clirplug.experiment.runner import chain_lengths, ordered
-from clirplug.experiment.stages import Stage
 
 pytestmark = pytest.mark.unit
 

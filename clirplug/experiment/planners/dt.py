@@ -1,0 +1,166 @@
+"""DT in an experiment: topics translated by the decoder (over ``--jobs`` workers), then searched with BM25."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings, make_executor
+from clirplug.experiment.kinds import Context, bm25_stage, stage_kind, stdout_to_log
+from clirplug.experiment.plan import Plan, Stage, bm25_settings
+from clirplug.experiment.systems import describes, index_entry, model_entry
+from clirplug.resources import peak_rss_mb
+
+
+def plan_dt(plan: Plan, spec, splits) -> None:
+    """DT: translate each topic field (``translate`` stage, ``--jobs`` processes), then BM25.
+
+    ``weights: queries`` decodes with weights tuned on parallel queries (:func:`plan_query_weights`).
+    """
+    c, s = plan.config, spec.settings
+    index = plan.index()
+    variant = s.kind + ("" if s.weights == "bitext" else ".queries")
+
+    def plan_part(part, fld):
+        out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
+        deps, inputs_from, weights = plan.translation_deps(s.kind, part.fold) + part.deps, part.inputs_from, None
+        if s.weights == "queries":
+            tuned = plan.stages[plan_query_weights(plan, s.kind, fld)]
+            deps, inputs_from, weights = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
+        translate = Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
+                          {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang, "field": fld,
+                           "topics": str(part.topics), "weights": weights},
+                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from)
+        plan.add(translate)
+        return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
+                              {**bm25_settings(c), "kind": s.kind, "weights": s.weights},
+                              deps=(index, translate.name), inputs_from=(out,))
+
+    for split in splits:
+        for fld in c.fields:
+            plan.split_run({"name": spec.name, "method": "dt", "split": split, "field": fld},
+                           lambda part, fld=fld: plan_part(part, fld))
+    if s.weights == "queries":  # tuned on desc queries' bitext lines: the grammars keep their words
+        plan.source_text(desc_queries=True)
+
+
+def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
+    """Decoder weights tuned for BLEU on parallel queries of field ``fld`` (query-genre adaptation,
+    Nikoulina et al. 2012): the tune split's topics paired with their English mates.
+
+    With cross-fitting, the queries are those of fold 0, decoded by fold 0's model (which never saw
+    their pages); the weights then serve every model of the experiment.
+    """
+    c = plan.config
+    coll = c.collection
+    part = plan.parts(c.tune_split)[0]
+    out = c.model_dir / f"weights.{kind}.queries-{fld}"
+    arguments = {"model": str(part.model_dir), "kind": kind, "queries": str(part.topics), "field": fld,
+                 "src_lang": coll.lang, "tgt_lang": coll.doc_lang, "output": str(out)}
+    inputs = part.inputs
+    if fld == "title":
+        arguments["corpus"] = str(coll.corpus)
+        inputs += (coll.corpus,)
+    else:
+        ids = coll.bitext(c.tune_split, "ids")
+        if not ids.is_file():
+            raise ClirplugError(f"{c.source}: runs: weights: queries: {ids}: no such file (desc queries are paired with "
+                                "the bitext lines of their page)")
+        paths = (coll.bitext(c.tune_split, coll.lang), coll.bitext(c.tune_split, coll.doc_lang), ids)
+        arguments["bitext"] = [str(path) for path in paths]
+        inputs += paths
+    options = c.models.get("weights", {})
+    return plan.add(Stage(f"model.weights.{kind}.queries.{fld}", "query-weights",
+                          {"arguments": arguments, "settings": options},
+                          inputs=inputs, deps=plan.translation_deps(kind, part.fold) + part.deps, outputs=(out,),
+                          inputs_from=part.inputs_from))
+
+
+@describes("dt")
+def dt_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
+    """A DT run's system: the model and decoder weights of its translate stage, BM25 on the index."""
+    translate = ctx.plan_stages[stage.deps[1]].settings
+    return {**system, "method": "dt", "index": index_entry(ctx.config),
+            "model": model_entry(ctx.config, translate, translate["weights"]),
+            "options": {"field": stage.run["field"], "bm25": stage.settings["bm25"]}}
+
+
+@stage_kind("translate")
+def translate_stage(stage: Stage, ctx: Context) -> dict:
+    """1-best query translations of one split and field, topics spread over ``--jobs`` workers."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.topics import read_topics
+
+    s = stage.settings
+    topics = read_topics(s["topics"])
+    queries, seconds, peak = translate_topics(topics, s["model"], s["kind"], s["lang"], s["field"], s["weights"],
+                                              ctx.workers)
+    with atomic_open(stage.outputs[0]) as out:
+        for topic in topics:
+            record = {"id": topic.id, "query": queries[topic.id], "seconds": round(seconds[topic.id], 6)}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return {"topics": len(topics), "worker_peak_rss_mb": peak}
+
+
+def translate_topics(topics, model, kind: str, lang: str, field_name: str, weights, workers: ExecutorSettings):
+    """``(qid -> 1-best, qid -> seconds, the workers' peak memory in MB)``: the topics dealt round-robin into
+    ``workers.jobs`` chunks, one chunk a task (each loads the model restricted to its topics' words); the
+    translations do not depend on the executor nor on the number of chunks."""
+    chunks = max(1, min(workers.jobs, len(topics)))
+    tasks = [(model, kind, lang, field_name, topics[i::chunks], weights) for i in range(chunks)]
+    with make_executor(workers) as executor:
+        results = executor.map(_translate_chunk, tasks)
+    queries, seconds = {}, {}
+    for part_queries, part_seconds, _ in results:
+        queries.update(part_queries)
+        seconds.update(part_seconds)
+    return queries, seconds, max(peak for _, _, peak in results)
+
+
+@stage_kind("dt")
+def dt_stage(stage: Stage, ctx: Context) -> dict:
+    """DT: BM25 with the 1-best translations; latency = translation + search seconds."""
+    records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
+    return bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records})
+
+
+def _translate_chunk(task):
+    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.qt.dt.dt_queries`),
+    and the worker's peak memory."""
+    model_dir, kind, lang, field_name, topics, weights = task
+    from clirplug.mt.features import read_weights
+    from clirplug.mt.translator import Translator
+    from clirplug.qt.dt import dt_queries
+
+    translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
+    seconds: dict[str, float] = {}
+    queries = dt_queries(topics, field_name, translator, progress=False, latencies=seconds)
+    return queries, seconds, peak_rss_mb()
+
+
+@stage_kind("query-weights", version=3)
+def query_weights_stage(stage: Stage, ctx: Context) -> dict:
+    """Decoder weights tuned on parallel queries (:func:`clirplug.train.weights.query_pairs`).
+
+    When the tune split yields no parallel query of the field (a collection whose bitext names no
+    page), the model's own weights are written instead, and the log and the stage record say so.
+    """
+    from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights, write_weights
+    from clirplug.train.weights import WeightsSettings, query_pairs, train_weights
+
+    s = stage.settings
+    a = s["arguments"]
+    settings = WeightsSettings.from_mapping(s["settings"], "models.weights")
+    with stdout_to_log():
+        pairs, origin = query_pairs(a["queries"], a["field"], corpus=a.get("corpus"), bitext=a.get("bitext"))
+        if pairs:
+            train_weights(a["model"], a["kind"], pairs, origin, settings, src_lang=a["src_lang"],
+                          tgt_lang=a["tgt_lang"], output=a["output"])
+            return {"queries": len(pairs)}
+    base = Path(a["model"]) / f"weights.{a['kind']}"
+    weights = {**DEFAULT_WEIGHTS, **(read_weights(base) if base.is_file() else {})}
+    write_weights(weights, a["output"], comment=f"no parallel queries in {origin}: the weights of {a['model']}")
+    print(f"clirplug: warning: no parallel queries in {origin}; {a['output']} keeps the model's weights", file=sys.stderr)
+    return {"queries": 0, "fallback": "the model's weights"}
