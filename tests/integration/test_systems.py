@@ -75,7 +75,7 @@ def _service_ranking(searcher, topics, field: str, k: int):
     docid, rank, score``."""
     from starlette.testclient import TestClient
 
-    from clirplug.serve.app import MAX_QUERIES
+    from clirplug.serve.schema import MAX_QUERIES
     from clirplug.serve.service import SearchService
 
     rows = []
