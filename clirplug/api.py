@@ -221,11 +221,14 @@ def _translated(frame, translations: dict):
 
 
 def _ranked(frame, k: int):
-    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`."""
+    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`; a missing
+    translation is None (not pandas' NaN: a fusion's document that only boosting found)."""
     from clirplug.io.runs import sort_run
 
     frame = sort_run(frame)
-    return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+    frame = frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+    translation = frame["translation"].astype(object)
+    return frame.assign(translation=translation.where(translation.notna(), None))
 
 
 def _model(model) -> TranslationModel:
