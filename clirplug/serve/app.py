@@ -32,8 +32,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -76,7 +78,7 @@ class BadRequest(Exception):
         self.status = status
 
 
-def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message.splitlines()[0] if message else ""}, status_code=status, headers=headers)
 
 
@@ -275,7 +277,7 @@ class _Server(uvicorn.Server):
 
     def __init__(self, app: FastAPI):
         super().__init__(uvicorn.Config(app, log_level="warning", http=_JsonH11, lifespan="on",
-                                        timeout_graceful_shutdown=STOP_SECONDS))
+                                        timeout_graceful_shutdown=math.ceil(STOP_SECONDS)))  # whole seconds
         self.web_app = app
 
     def handle_exit(self, sig, frame) -> None:
