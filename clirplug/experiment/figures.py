@@ -111,7 +111,8 @@ def psq_grid(stem: Path, evaluated: list[tuple[str, float]], chosen: str, measur
     """The settings of a PSQ coordinate search in the order evaluated, each labelled by what it changed."""
     plt = _pyplot()
     figure, ax = plt.subplots(figsize=(max(5, 0.3 * len(evaluated)), 3.5))
-    labels, previous = [], {}
+    labels: list[str] = []
+    previous: dict[str, str] = {}
     for spec, _ in evaluated:
         options = dict(part.split("=", 1) for part in spec.split(","))
         labels.append(", ".join(f"{k}={v}" for k, v in options.items() if previous.get(k) != v) if previous

@@ -97,7 +97,7 @@ def write_run_with_sidecar(stage: Stage, frame, latencies: dict[str, float], tun
     from clirplug.io.runs import write_run
 
     path = stage.outputs[0]
-    run = stage.run
+    run = stage.written_run
     write_run(frame, path, tag=f"{run['name']}.{run['field']}", depth=stage.settings.get("hits"))
     seconds = [latencies[qid] for qid in sorted(latencies)]
     metrics = {"queries": len(seconds), "latency_median": percentile(seconds, 50),
@@ -186,7 +186,7 @@ def floor_stage(stage: Stage, ctx: Context) -> dict:
     """BM25 with the untranslated topic field (the floor)."""
     from clirplug.io.topics import read_topics, topic_field
 
-    return bm25_stage(ctx, stage, {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])})
+    return bm25_stage(ctx, stage, {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])})
 
 
 @stage_kind("ceiling")
@@ -214,7 +214,7 @@ def folds_stage(stage: Stage, ctx: Context) -> dict:
         raise ClirplugError(f"{src_path}: {len(src)} lines, but {tgt_path} has {len(tgt)}")
     ids = read_ids(ids_path, len(src))
     fold = fold_of([t.id for t in topics], folds)
-    metrics = {"topics": [], "bitext_lines": []}
+    metrics: dict[str, list[int]] = {"topics": [], "bitext_lines": []}
     for k in range(folds):
         mine = [t for t in topics if fold[t.id] == k]
         kept = [not out for out in held_out_lines(ids, {page_name(t.id) for t in mine})]
@@ -299,7 +299,8 @@ def mt_eval_stage(stage: Stage, ctx: Context) -> dict:
     tasks = [(s["model"], s["output"], s["lang"], source[i::chunks]) for i in range(chunks)]
     with make_executor(ctx.workers) as executor:  # a single task runs in this process
         results = executor.map(_mt_eval_chunk, tasks)
-    hypotheses, seconds = [None] * len(source), [0.0] * len(source)
+    hypotheses: list[list[str]] = [[] for _ in source]
+    seconds = [0.0] * len(source)
     for i, (part, part_seconds) in enumerate(results):
         hypotheses[i::chunks], seconds[i::chunks] = part, part_seconds
     with atomic_open(stage.outputs[0]) as out:

@@ -24,6 +24,7 @@ from pathlib import Path
 from clirplug.errors import ClirplugError
 from clirplug.methods import METHODS, TRAINING
 from clirplug.passages import DELIMITER
+from clirplug.train.weights import WeightsSettings
 
 
 @dataclass
@@ -41,6 +42,13 @@ class Stage:
     outputs: tuple = ()
     run: dict | None = None
     inputs_from: tuple = ()  # files written by ``deps`` that the stage reads (covered by their keys)
+
+    @property
+    def written_run(self) -> dict:
+        """``run`` of a stage that writes a run file; an error on any other stage."""
+        if self.run is None:
+            raise ClirplugError(f"stage {self.name}: writes no run file")
+        return self.run
 
 
 @dataclass(frozen=True)
@@ -294,7 +302,7 @@ class Plan:
             return name
         splits = tuple(dict.fromkeys((*c.splits, c.tune_split)))
         topics = tuple(coll.topics(split) for split in splits)
-        tune_lines = c.models.get("weights", {}).get("lines", TRAINING["weights"].settings().lines)
+        tune_lines = c.models.get("weights", {}).get("lines", WeightsSettings().lines)
         bitexts = [(coll.bitext(c.tune_split, coll.lang), tune_lines)]
         if c.translations["outputs"]:
             bitexts.append((coll.bitext(c.translations["split"], coll.lang), c.translations["lines"]))

@@ -52,7 +52,7 @@ def _figure_stems(config, stages) -> dict[tuple, Path]:
     """The report's figures (without extension), known when planning: per scored split and field the
     per-topic differences, per scored split recall at depth, per kappa tuning and PSQ grid search its curve."""
     c, folder = config, config.run_dir / "figures"
-    stems = {}
+    stems: dict[tuple, Path] = {}
     for split in c.splits:
         if c.collection.qrels(split).is_file():
             stems |= {("differences", split, fld): folder / f"{split}.{fld}.differences" for fld in c.fields}
@@ -175,7 +175,7 @@ def _paper_tables(config, run_stages, split) -> list[tuple[str, list[str]]]:
 
 def result_tables(config, run_stages, scores) -> list[Table]:
     """The papers' tables of every scored split, named Table 1, 2, ... in order."""
-    tables = []
+    tables: list[Table] = []
     for split in config.splits:
         if any(r["split"] == split for r in scores):
             for title, runs in _paper_tables(config, run_stages, split):
@@ -240,10 +240,11 @@ def draw_figures(config, stems, scores, per_split, run_stages, run_files, stages
             panels = {}
             for fld in config.fields:
                 main = ["floor", baseline, *_best_runs(config, run_stages, scores, split, fld), "ceiling"]
-                runs = {run: read_run(run_files[(split, fld, run)]) for run in dict.fromkeys(main)
+                recall_runs = {run: read_run(run_files[(split, fld, run)]) for run in dict.fromkeys(main)
                         if (split, fld, run) in run_files}
-                result = evaluate(qrels, runs, [f"R@{d}" for d in depths])
-                panels[f"{split}, {fld} queries"] = {run: result[result["run"] == run]["value"].tolist() for run in runs}
+                result = evaluate(qrels, recall_runs, [f"R@{d}" for d in depths])
+                panels[f"{split}, {fld} queries"] = {run: result[result["run"] == run]["value"].tolist()
+                                                     for run in recall_runs}
             figures.recall_curves(stem, panels, depths)
         elif key[0] == "fusion-tune":
             s = stages[key[1]].settings

@@ -87,7 +87,8 @@ def ordered(stages: dict[str, Stage]) -> list[Stage]:
 def chain_lengths(stages: list[Stage]) -> dict[str, int]:
     """For each of ``stages`` (in dependency order), how many stages the longest chain of them that starts
     with it holds: 1 for a stage none of the others depends on."""
-    names, chains = {stage.name for stage in stages}, {}
+    names = {stage.name for stage in stages}
+    chains: dict[str, int] = {}
     for stage in reversed(stages):  # every stage after those depending on it
         length = chains.setdefault(stage.name, 1)
         for dep in names.intersection(stage.deps):
@@ -151,6 +152,8 @@ _WORKER_CONTEXT: Context | None = None
 
 
 def _execute_in_worker(stage: Stage, key: str, described: dict) -> float:
+    if _WORKER_CONTEXT is None:
+        raise RuntimeError("a stage worker runs only after its initializer set the context")
     return execute(stage, key, described, _WORKER_CONTEXT)
 
 
@@ -206,7 +209,9 @@ def _run_stages(config, workers, dry_run, force, progress, log) -> list[Outcome]
     plan = build_plan(config)
     add_systems_stage(plan)
     add_report_stage(plan)
-    keys, outcomes, todo = {}, {}, []
+    keys: dict[str, str] = {}
+    outcomes: dict[str, Outcome] = {}
+    todo: list[tuple[Stage, str, dict]] = []
     stages = ordered(plan.stages)
     numbers = {stage.name: number for number, stage in enumerate(stages, 1)}
     for stage in stages:

@@ -64,7 +64,7 @@ def _floor_system(stage: Stage, ctx, system: dict, tuned: dict) -> dict:
 
 def _describe(stage: Stage, ctx) -> dict:
     """The system of a run stage (keys of :mod:`clirplug.system_file`, but ``format`` and ``root``)."""
-    s, run = stage.settings, stage.run
+    s, run = stage.settings, stage.written_run
     tuned = json.loads(stage.outputs[0].with_suffix(".json").read_text(encoding="utf-8"))["tuned"]
     system = {"name": run["name"], "field": run["field"], "tag": f"{run['name']}.{run['field']}", "hits": s["hits"],
               "index": None, "corpus": None, "model": None, "files": {}, "first_stage": None, "searchers": None}
@@ -73,7 +73,7 @@ def _describe(stage: Stage, ctx) -> dict:
 
 def _method(config, stage: Stage):
     """The registry entry of a run stage's ``runs:`` entry; None for the floor and the ceiling."""
-    spec = next((spec for spec in config.runs if spec.name == stage.run["name"]), None)
+    spec = next((spec for spec in config.runs if spec.name == stage.written_run["name"]), None)
     return None if spec is None else METHODS[spec.method]
 
 
@@ -92,7 +92,7 @@ def add_systems_stage(plan) -> str:
         return [by_file[path] for path in stage.inputs_from if path in by_file]
 
     def with_system(stage: Stage) -> bool:
-        return stage.run["split"] in c.splits and stage.kind in DESCRIBERS and all(map(with_system, inputs(stage)))
+        return stage.written_run["split"] in c.splits and stage.kind in DESCRIBERS and all(map(with_system, inputs(stage)))
 
     def trained(stage: Stage) -> bool:  # learned from the tune split's qrels: in-sample there
         return getattr(_method(c, stage), "training", None) is not None or any(map(trained, inputs(stage)))
@@ -105,9 +105,9 @@ def add_systems_stage(plan) -> str:
     compared = {}
     if c.collection.qrels(c.tune_split).is_file():
         for fld in c.fields:
-            names = [stage.run["name"] for stage in runs if stage.run["split"] == c.splits[0] and stage.run["field"] == fld
-                     and not trained(stage) and ((stage.run["name"], fld) in tuned or (fuses(stage) and all(
-                         (run.run["name"], fld) in tuned for run in inputs(stage))))]
+            names = [stage.written_run["name"] for stage in runs if stage.written_run["split"] == c.splits[0] and stage.written_run["field"] == fld
+                     and not trained(stage) and ((stage.written_run["name"], fld) in tuned or (fuses(stage) and all(
+                         (run.written_run["name"], fld) in tuned for run in inputs(stage))))]
             if names:
                 compared[fld] = names
     outputs = tuple(system_path(stage.outputs[0]) for stage in runs)

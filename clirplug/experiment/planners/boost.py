@@ -44,7 +44,7 @@ def boost_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     first = system_path(stage.inputs_from[1]).name if len(stage.inputs_from) > 1 else None
     return {**system, "method": "boost", "corpus": corpus_entry(config), "first_stage": first,
             "files": {"model": relative(stage.inputs_from[0], config.root)},
-            "options": {"field": stage.run["field"], "depth": stage.settings["hits"]}}
+            "options": {"field": stage.written_run["field"], "depth": stage.settings["hits"]}}
 
 
 @stage_kind("boost-train", version=3)
@@ -76,5 +76,5 @@ def boost_stage(stage: Stage, ctx: Context) -> dict:
     candidates = read_run(stage.inputs_from[1]) if len(stage.inputs_from) > 1 else None
     latencies: dict[str, float] = {}
     frame = boost.rerank_run(read_topics(stage.inputs[0]), candidates, model=model, corpus=collection,
-                             field=stage.run["field"], depth=s["hits"], progress=ctx.progress, latencies=latencies)
+                             field=stage.written_run["field"], depth=s["hits"], progress=ctx.progress, latencies=latencies)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"beta": float(model.beta)})

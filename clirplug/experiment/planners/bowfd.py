@@ -60,7 +60,7 @@ def bowfd_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     """A BOW-FD run's system: its model, trained weights and scoring settings, reranking its candidates' system."""
     from clirplug.train.bowfd import BowfdSettings
 
-    config, s, run = ctx.config, stage.settings, stage.run
+    config, s, run = ctx.config, stage.settings, stage.written_run
     scoring = BowfdSettings.from_mapping(s["options"], f"runs.{run['name']}").scoring(run["field"])
     return {**system, "method": "bowfd", "index": index_entry(config), "model": model_entry(config, s),
             "files": {"weights": relative(stage.inputs_from[0], config.root)},
@@ -97,7 +97,7 @@ def bowfd_stage(stage: Stage, ctx: Context) -> dict:
     translator = ctx.get(f"{s['model']}|translator|{s['kind']}|{s['lang']}",
                          lambda: Translator(s["model"], kind=s["kind"], src_lang=s["lang"]))
     index = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False))
-    config = BowfdSettings.from_mapping(s["options"], f"runs.{stage.run['name']}").scoring(stage.run["field"])
+    config = BowfdSettings.from_mapping(s["options"], f"runs.{stage.written_run['name']}").scoring(stage.written_run["field"])
     weights = BowfdWeights.load(weights_path, translator.feature_names)
     latencies: dict[str, float] = {}
     frame = rerank_run(read_topics(s["topics"]), read_run(candidates_path), model=translator, index=index,

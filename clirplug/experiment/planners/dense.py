@@ -139,9 +139,9 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8")) if stage.settings["tuned"] else None
     folder = tuned["folder"] if tuned else stage.inputs_from[0]
     searcher = _dense_searcher(ctx, folder)
-    queries = {t.id: topic_field(t, stage.run["field"]) for t in read_topics(stage.inputs[0])}
+    queries = {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])}
     timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None
-    latencies = {}
+    latencies: dict[str, float] = {}
     frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies,
                                 timed=timed)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"words": tuned["words"]} if tuned else None)

@@ -84,7 +84,7 @@ def dt_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     translate = ctx.plan_stages[stage.deps[1]].settings
     return {**system, "method": "dt", "index": index_entry(ctx.config),
             "model": model_entry(ctx.config, translate, translate["weights"]),
-            "options": {"field": stage.run["field"], "bm25": stage.settings["bm25"]}}
+            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"]}}
 
 
 @stage_kind("translate")

@@ -65,7 +65,7 @@ def psq_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     """A PSQ run's system: the model folder's tables with the run's (or the tuned) settings, BM25 on the index."""
     s = stage.settings
     return {**system, "method": "psq", "index": index_entry(ctx.config), "model": model_entry(ctx.config, s),
-            "options": {"settings": tuned.get("psq", s["psq"]), "field": stage.run["field"], "bm25": s["bm25"]}}
+            "options": {"settings": tuned.get("psq", s["psq"]), "field": stage.written_run["field"], "bm25": s["bm25"]}}
 
 
 def _psq_scorer(ctx: Context, s: dict):
@@ -134,6 +134,6 @@ def psq_stage(stage: Stage, ctx: Context) -> dict:
     spec = json.loads(stage.inputs_from[-1].read_text(encoding="utf-8"))["psq"] if s["tuned"] else s["psq"]
     builders = _psq_builders(ctx, s["model"], s["kind"], s["topics"], s["lang"])
     latencies: dict[str, float] = {}
-    frame = run_settings(_psq_scorer(ctx, s), builders, stage.run["field"], PsqSettings.parse(spec), hits=s["hits"],
+    frame = run_settings(_psq_scorer(ctx, s), builders, stage.written_run["field"], PsqSettings.parse(spec), hits=s["hits"],
                          progress=ctx.progress, latencies=latencies)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"psq": spec} if s["tuned"] else None)
