@@ -428,9 +428,6 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         if method not in planned:
             raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(planned)})")
         runs.append(RunSpec(run_name, method, *METHODS[method].read(settings, f"{source}: {key}")))
-        if getattr(runs[-1].settings, "search", "exact") != "exact":  # no stage builds an HNSW index yet
-            raise _error(source, f"{key}.search", "an experiment searches dense vectors exactly; search: hnsw is "
-                                                  "for clirplug search, clirplug serve and the Python API")
     names = {spec.name for spec in runs}
     for spec in runs:
         for other in _references(spec):

@@ -183,11 +183,46 @@ def test_experiment_dense_words_are_tuned_on_the_tune_split(tmp_path):
         expected[["qid", "docid"]].values.tolist()
 
 
+def test_experiment_hnsw_run_is_the_exact_run_and_its_system_writes_it_again(tmp_path, monkeypatch):
+    """On the demo's 326 pages (their titles), the default beam finds every document: the HNSW run is the exact run, byte for
+    byte but its tag; its system file records how it searches, and ``clirplug search --system`` writes it again."""
+    from clirplug.data import demo_path
+    from clirplug.io.topics import read_topics
+
+    config_path = tmp_path / "hnsw.yaml"
+    config_path.write_text(f"collection: {{path: {demo_path()}, lang: de, doc_lang: en, name: demo}}\n"
+                           "splits: [dev]\nfields: [title]\nbaseline: dense\ntranslations: {outputs: []}\n"
+                           "runs: {dense: {words: 0}, hnsw: {method: dense, words: 0, search: hnsw}}\n",
+                           encoding="utf-8")
+    config = load_config(config_path, [f"root={tmp_path}"])
+    searched = []  # the queries searched in the graph
+    graph_search = vectors.HnswIndex.search
+    monkeypatch.setattr(vectors.HnswIndex, "search", lambda self, *args: searched.append(1) or graph_search(self, *args))
+    outcomes = run_experiment(config, progress=False)
+    assert len(searched) == len(read_topics(config.collection.topics("dev")))  # the hnsw run's, not the exact one's
+    graphs = [o.stage for o in outcomes if o.stage.kind == "dense-hnsw"]
+    folder = dense.cache_folder(config.index_dir, config.collection.corpus, 0)
+    assert [stage.outputs[0] for stage in graphs] == [folder / vectors.hnsw_index_name(16, 100)]
+    assert any(graphs[0].outputs[0].glob("segments_*"))
+    exact, hnsw = (config.run_dir / f"dev.title.{name}.trec" for name in ("dense", "hnsw"))
+    assert hnsw.read_text().replace(" hnsw.title\n", " dense.title\n") == exact.read_text()
+    sidecar = json.loads(hnsw.with_suffix(".json").read_text())
+    assert "|search:hnsw|" in sidecar["signature"] and "search" not in json.loads(
+        exact.with_suffix(".json").read_text())["signature"]
+    system = config.run_dir / "dev.title.hnsw.system.json"
+    assert json.loads(system.read_text())["options"] == {"words": 0, "search": "hnsw", "m": 16,
+                                                         "ef_construction": 100, "ef_search": 1000}
+    assert main(["search", "--system", str(system), "--topics", str(config.collection.topics("dev")),
+                 "--output", str(tmp_path / "again.trec"), "--quiet"]) == 0
+    assert (tmp_path / "again.trec").read_bytes() == hnsw.read_bytes()
+
+
 @pytest.mark.parametrize("runs, key", [("{dense: {grid: {words: [8, -1]}}}", "runs.dense.grid.words"),
                                        ("{dense: {grid: {length: [8]}}}", "runs.dense.grid"),
                                        ("{dense: {grid: [8, 16]}}", "runs.dense.grid"),
                                        ("{dense: {words: many}}", "runs.dense.words"),
-                                       ("{dense: {search: hnsw}}", "runs.dense.search")])
+                                       ("{dense: {search: ann}}", "runs.dense.search"),
+                                       ("{dense: {search: hnsw, m: 1}}", "runs.dense.m")])
 def test_experiment_bad_dense_grid_names_the_key(tmp_path, capsys, runs, key):
     config_path = tmp_path / "dense.yaml"
     config_path.write_text(f"collection: {{path: {MINIFR}, lang: fr, name: minifr}}\nbaseline: dense\n"

@@ -11,6 +11,8 @@ from clirplug.experiment.kinds import Context, stage_kind, write_run_with_sideca
 from clirplug.experiment.plan import Plan, Stage
 from clirplug.experiment.systems import corpus_entry, describes, index_entry
 
+SEARCH_KEYS = ("search", "m", "ef_construction", "ef_search")  # a dense run's settings of how it searches
+
 
 def _dense_grid(source: str, name: str, settings) -> list[int]:
     """The ``words`` values of a dense run (:class:`clirplug.methods.DenseRun`, which checks ``words``):
@@ -27,8 +29,9 @@ def _dense_grid(source: str, name: str, settings) -> list[int]:
 
 
 def plan_dense(plan: Plan, spec, splits) -> None:
-    """Dense retrieval: the collection embedded once per ``words`` value (cached beside the index); with a
-    ``grid``, ``words`` chosen per field on the tune split; then every split and field searched."""
+    """Dense retrieval: the collection embedded once per ``words`` value (cached beside the index), with
+    ``search: hnsw`` the vectors indexed in Lucene HNSW; with a ``grid``, ``words`` chosen per field on the tune
+    split; then every split and field searched."""
     from clirplug.dense import cache_folder, model_id
 
     c, s = plan.config, spec.settings
@@ -39,8 +42,18 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                                   inputs=corpus.inputs, deps=corpus.deps, outputs=(folder,),
                                   inputs_from=corpus.inputs_from))
                    for words, folder in zip(grid, folders))
+    search = _search_settings(s)
+    if search:  # the vectors of each ``words`` value indexed once in Lucene HNSW, beside them: searches depend on both
+        from clirplug.lucene.vectors import hnsw_index_name
+
+        graph = {"m": s.m, "ef_construction": s.ef_construction}
+        name = hnsw_index_name(s.m, s.ef_construction)
+        embeds += tuple(plan.add(Stage(f"dense-hnsw.w{words}.m{s.m}.efc{s.ef_construction}", "dense-hnsw",
+                                       {"model": model_id(), "words": words, **graph},
+                                       deps=(embed,), outputs=(folder / name,), inputs_from=(folder,)))
+                        for words, folder, embed in zip(grid, folders, embeds))
     for fld in c.fields:
-        settings = {"model": model_id(), "words": grid[0], "tuned": False}
+        settings = {"model": model_id(), "words": grid[0], "tuned": False, **search}
         deps, inputs_from = embeds, folders
         if s.grid is not None:
             qrels = c.collection.qrels(c.tune_split)
@@ -48,12 +61,12 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                 raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
             tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
                                   {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
-                                   "measure": "MAP", **plan.search_hits()},
+                                   "measure": "MAP", **plan.search_hits(), **search},
                                   inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
                                   outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
                                            c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
                                   inputs_from=folders))
-            settings = {"model": model_id(), "grid": grid, "tuned": True}
+            settings = {"model": model_id(), "grid": grid, "tuned": True, **search}
             deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
         for split in splits:
             split_settings, split_inputs = settings, inputs_from
@@ -64,11 +77,23 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                            split_settings, inputs=(c.collection.topics(split),), deps=deps, inputs_from=split_inputs)
 
 
+def _search_settings(settings) -> dict:
+    """How a dense run searches, as stage settings: none for exact search (the stages' settings, so their cache
+    keys, are those of before HNSW), ``search``, ``m``, ``ef_construction`` and ``ef_search`` for HNSW."""
+    return {} if settings.search == "exact" else {key: getattr(settings, key) for key in SEARCH_KEYS}
+
+
+def _search_of(settings: dict) -> dict:
+    """The :data:`SEARCH_KEYS` among a dense stage's settings (none: exact search)."""
+    return {key: settings[key] for key in SEARCH_KEYS if key in settings}
+
+
 @describes("dense")
 def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
-    """A dense run's system: the index (beside which the vectors are cached), the corpus and the ``words`` used."""
+    """A dense run's system: the index (beside which the vectors are cached), the corpus, the ``words`` used and,
+    through HNSW, how it searches."""
     return {**system, "method": "dense", "index": index_entry(ctx.config), "corpus": corpus_entry(ctx.config),
-            "options": {"words": tuned.get("words", stage.settings.get("words"))}}
+            "options": {"words": tuned.get("words", stage.settings.get("words")), **_search_of(stage.settings)}}
 
 
 @stage_kind("dense-embed")
@@ -81,6 +106,24 @@ def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
     return {}
 
 
+@stage_kind("dense-hnsw")
+def dense_hnsw_stage(stage: Stage, ctx: Context) -> dict:
+    """A Lucene HNSW index of the collection's vectors (:func:`clirplug.lucene.vectors.build_hnsw_index`), in
+    their folder; one left there before (by ``clirplug search``, or of vectors since recomputed) is rebuilt."""
+    import shutil
+
+    from clirplug.dense import load_embeddings
+    from clirplug.lucene.vectors import build_hnsw_index
+
+    s, index = stage.settings, stage.outputs[0]
+    ctx.forget(f"{stage.inputs_from[0]}|dense|{index.name}|")
+    if index.is_dir():
+        shutil.rmtree(index)
+    embeddings, docids = load_embeddings(stage.inputs_from[0])
+    build_hnsw_index(embeddings, docids, index, s["m"], s["ef_construction"], progress=ctx.progress)
+    return {"documents": len(docids)}
+
+
 def _dense_model(ctx: Context):
     """The process's e5 model, on its share of the cores: ``jobs`` stages run at once, and OpenMP threads
     beyond the free cores wait on each other (single queries beside another stage took 2 to 3 times longer).
@@ -90,11 +133,16 @@ def _dense_model(ctx: Context):
     return ctx.get("dense-model", lambda: load_model(max(1, (os.cpu_count() or 1) // ctx.jobs)))
 
 
-def _dense_searcher(ctx: Context, folder):
-    """One DenseSearcher per vector folder, all sharing one e5 model per process."""
+def _dense_searcher(ctx: Context, folder, settings: dict):
+    """One DenseSearcher per vector folder and way of searching (a stage's ``search``, ``m``, ``ef_construction``
+    and ``ef_search`` settings; exact without them), all sharing one e5 model per process."""
     from clirplug.dense import DenseSearcher
+    from clirplug.lucene.vectors import hnsw_index_name
 
-    return ctx.get(f"{folder}|dense", lambda: DenseSearcher(folder, _dense_model(ctx)))
+    search = _search_of(settings)
+    key = f"{folder}|dense|" + (f"{hnsw_index_name(search['m'], search['ef_construction'])}|ef{search['ef_search']}"
+                                if search else "exact")
+    return ctx.get(key, lambda: DenseSearcher(folder, _dense_model(ctx), **search))
 
 
 @stage_kind("dense-tune", version=3)
@@ -117,7 +165,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {value:.4f}", file=sys.stderr, flush=True)
 
-    searchers = {words: _dense_searcher(ctx, folder) for words, folder in zip(s["grid"], stage.inputs_from)}
+    searchers = {words: _dense_searcher(ctx, folder, s) for words, folder in zip(s["grid"], stage.inputs_from)}
     best, values = choose_words(searchers, queries, read_qrels(qrels), hits=s["hits"], measure=s["measure"],
                                 timed=timed, log=log, max_passage_hits=s.get("max_passage_hits"))
     with atomic_open(stage.outputs[0]) as handle:
@@ -138,7 +186,7 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
 
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8")) if stage.settings["tuned"] else None
     folder = tuned["folder"] if tuned else stage.inputs_from[0]
-    searcher = _dense_searcher(ctx, folder)
+    searcher = _dense_searcher(ctx, folder, stage.settings)
     queries = {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])}
     timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None
     latencies: dict[str, float] = {}
