@@ -4,7 +4,7 @@ HELP = "BOW-FD weights: v by grid search on held-out train topics, then pairwise
 
 
 def add_arguments(parser):
-    from clirplug.cli import add_executor, add_output, add_threads
+    from clirplug.cli import add_executor, add_output, add_src_lang, add_threads
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
     from clirplug.methods import BowfdRun
@@ -14,6 +14,7 @@ def add_arguments(parser):
                         help="translation model folder (see docs/models.md); several, one per --topics file, to "
                              "translate each file's topics by its own model (cross-fitting)")
     add_settings(parser, BowfdRun, only=("kind",))
+    add_src_lang(parser)
     parser.add_argument("--index", required=True, metavar="DIR", help="Lucene index of the target collection")
     parser.add_argument("--topics", required=True, nargs="+", metavar="FILE",
                         help="training topics (the train split), or one file per --model")
@@ -35,5 +36,5 @@ def run(args):
     from clirplug.train.bowfd import BowfdSettings, train_bowfd
 
     train_bowfd(args.model, args.kind, args.index, args.topics, args.qrels, args.candidates, args.field, args.output,
-                settings_from_args(BowfdSettings, args), jobs=executor_settings(args, args.threads), progress=not args.quiet)
+                settings_from_args(BowfdSettings, args), src_lang=args.src_lang, jobs=executor_settings(args, args.threads), progress=not args.quiet)
     return 0

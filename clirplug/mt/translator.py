@@ -72,6 +72,8 @@ class Translator:
         if kind not in KINDS:
             raise ClirplugError(f"unknown grammar kind {kind!r}: choose one of {', '.join(KINDS)}")
         self.model_dir = Path(model_dir)
+        if not self.model_dir.is_dir():
+            raise ClirplugError(f"{model_dir}: no such model folder (see docs/models.md)")
         self.grammar_path = self.model_dir / f"grammar.{kind}.gz"
         self.lm_path = self.model_dir / "lm.arpa"
         for path in (self.grammar_path, self.lm_path):

@@ -44,8 +44,10 @@ class BowfdSettings(LtrSettings):
 
 
 def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, candidates: Path, field: str, output: Path,
-                settings: BowfdSettings = BowfdSettings(), *, jobs: int | ExecutorSettings = 2, progress: bool = True):
-    """Learn BOW-FD weights on the topics of ``topic_files`` (one file per folder of ``model_dirs``, or one model).
+                settings: BowfdSettings = BowfdSettings(), *, src_lang: str = "de", jobs: int | ExecutorSettings = 2,
+                progress: bool = True):
+    """Learn BOW-FD weights on the topics of ``topic_files`` (one file per folder of ``model_dirs``, or one model),
+    written in ``src_lang``.
 
     ``jobs``: the workers training the shards (an int: local processes; :mod:`clirplug.executor`).
 
@@ -74,7 +76,7 @@ def train_bowfd(model_dirs, kind: str, index: Path, topic_files, qrels: Path, ca
     if len(model_dirs) not in (1, len(topic_files)):
         raise ClirplugError(f"--model names {len(model_dirs)} folders but --topics {len(topic_files)} files: "
                             "give one model, or one per topics file")
-    translators = [Translator(model, kind=kind) for model in model_dirs]
+    translators = [Translator(model, kind=kind, src_lang=src_lang) for model in model_dirs]
     start = BowfdWeights(smt=dict(translators[0].weights), v=settings.v if settings.v is not None else DEFAULT_V,
                          lex_enabled=settings.lex)
     scoring = settings.scoring(field)

@@ -28,7 +28,8 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
     deps = tuple(dict.fromkeys(d for p in parts for d in plan.translation_deps(s.kind, p.fold) + p.deps)) + (index,)
     for fld in c.fields:
         weights = c.model_dir / f"bowfd.{spec.name}.{fld}.weights"
-        arguments = {"model_dirs": [str(p.model_dir) for p in parts], "kind": s.kind, "index": str(c.index_dir),
+        arguments = {"model_dirs": [str(p.model_dir) for p in parts], "kind": s.kind, "src_lang": c.collection.lang,
+                     "index": str(c.index_dir),
                      "topic_files": [str(p.topics) for p in parts], "qrels": str(tune_qrels),
                      "candidates": str(run_file(c, c.tune_split, fld, s.candidates)), "field": fld,
                      "output": str(weights)}
