@@ -1,5 +1,5 @@
-"""The monolingual ceiling: query with the English mate's own title (the relevance-2 document), and for desc queries
-with the mate's desc opening."""
+"""The monolingual ceiling: query with the English mate's own title (the relevance-2 document); for desc queries,
+with its desc opening (:func:`clirplug.mt.queries.mate_desc_queries`)."""
 
 from clirplug.corpus import read_corpus
 from clirplug.errors import ClirplugError
@@ -26,22 +26,6 @@ def mate_title_queries(qrels, corpus) -> dict[str, str]:
     if missing:
         raise ClirplugError(f"{corpus}: {len(missing)} mate documents of the qrels are not in the corpus, e.g. {missing[0]!r}")
     return {qid: titles[docid] for docid, qid in sorted(wanted.items(), key=lambda item: item[1])}
-
-
-def mate_desc_queries(topics, qrels, corpus, bitext) -> tuple[dict[str, str], int]:
-    """``qid -> English desc query`` of each query with a mate, and how many are desc openings.
-
-    The query is the mate's desc opening as aligned in ``bitext`` (the paths ``(src, tgt, ids)`` of the split's
-    bitext with its page ids): the English side of the topic's desc opening line, the target query of a parallel
-    desc query (:func:`clirplug.mt.queries.parallel_queries`); a topic whose page the bitext does not align (a
-    bitext holding only part of the split's pages) keeps its mate's title (:func:`mate_title_queries`), so that
-    every query with a mate has one.
-    """
-    from clirplug.mt.queries import parallel_queries
-
-    queries = mate_title_queries(qrels, corpus)
-    openings = parallel_queries([t for t in topics if t.id in queries], "desc", bitext=bitext)
-    return {qid: openings[qid][1] if qid in openings else title for qid, title in queries.items()}, len(openings)
 
 
 def floor_and_ceiling_queries(topics, qrels, corpus) -> dict[str, dict[str, str]]:

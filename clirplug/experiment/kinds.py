@@ -178,10 +178,10 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
 @stage_kind("ceiling-desc")
 def ceiling_desc_stage(stage: Stage, ctx: Context) -> dict:
     """BM25 with the English mate's desc opening, or its title where the bitext aligns none
-    (:func:`clirplug.monolingual.mate_desc_queries`)."""
+    (:func:`clirplug.mt.queries.mate_desc_queries`)."""
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics
-    from clirplug.monolingual import mate_desc_queries
+    from clirplug.mt.queries import mate_desc_queries
 
     qrels, corpus, topics, *bitext = stage.inputs
     queries, openings = mate_desc_queries(read_topics(topics), read_qrels(qrels), corpus, bitext)

@@ -559,7 +559,7 @@ def test_the_desc_ceiling_searches_the_mates_desc_openings(demo):
     from clirplug.io.runs import read_run
     from clirplug.io.topics import read_topics
     from clirplug.lucene.search import Bm25Searcher
-    from clirplug.monolingual import mate_desc_queries
+    from clirplug.mt.queries import mate_desc_queries
 
     config, _ = demo
     coll = config.collection

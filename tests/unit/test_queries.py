@@ -177,7 +177,7 @@ def test_the_desc_ceiling_queries_are_the_mates_desc_openings_else_their_titles(
     desc the bitext does not align keeps its mate's title (the title ceiling's query)."""
     import pandas as pd
 
-    from clirplug.monolingual import mate_desc_queries
+    from clirplug.mt.queries import mate_desc_queries
 
     write_collection(tmp_path)
     qrels = pd.DataFrame({"qid": ["ls.1", "cat.1", "cat.1"], "docid": ["ls.1", "cat.1", "ls.1"],
