@@ -152,8 +152,9 @@ def test_report_numbers_equal_clirplug_eval(demo, capsys):
     config, _ = demo
     report = json.loads((config.run_dir / "report.json").read_text())
     files = {(r["split"], r["field"], r["run"]): config.run_dir / r["file"] for r in report["runs"]}
-    files.update({(r["split"], field, "ceiling"): config.run_dir / r["file"]
-                  for r in report["runs"] if r["run"] == "ceiling" for field in config.fields})
+    files.update({(r["split"], field, "ceiling"): config.run_dir / r["file"]  # the title ceiling, for a field without its own
+                  for r in report["runs"] if r["run"] == "ceiling" for field in config.fields
+                  if (r["split"], field, "ceiling") not in files})
     checked = 0
     for row in report["scores"]:
         capsys.readouterr()
