@@ -5,8 +5,8 @@ Usage: ``nice .venv/bin/python benchmarks/fusion.py --field title --pair dt-flat
 
 Each ``--pair A B`` fuses ``runs/manclir-de.dev.A.<field>.trec`` and ``...B...`` by weighted
 Borda count (Sokolov et al. 2013, Section 4) with kappa chosen by a grid (step 0.05) on the
-train split: on ``runs/manclir-de.train.X.<field>.trec``, except for a boosting run (name
-starting with ``boost``), whose tuning run covers only the train topics held out of its
+train split: on ``runs/manclir-de.train.X.<field>.trec``, except for a run with a held-out
+tuning run (a boosting run's), which covers only the train topics held out of its
 training triples (``runs/manclir-de.train-heldout.X.<field>.trec``, qrels beside it, written by
 ``benchmarks/boosting.py --heldout-run``): kappa is then tuned on those topics only. The kappa
 curve is written beside the fused dev run (``.kappa.tsv``/``.kappa.png``). Reported on dev:
@@ -36,10 +36,11 @@ from clirplug.io.runs import read_run, write_run
 
 
 def tuning_run(runs, name, field):
-    """The train-split run of ``name`` and the qrels file restricting the topics it may be tuned on."""
-    if name.startswith("boost"):
-        path = runs / f"manclir-de.train-heldout.{name}.{field}.trec"
-        return path, Path(f"{path}.qrels")
+    """The train-split run of ``name`` and the qrels file restricting the topics it may be tuned on: its held-out
+    run where there is one (a boosting run's), else its train run."""
+    held_out = runs / f"manclir-de.train-heldout.{name}.{field}.trec"
+    if held_out.is_file():
+        return held_out, Path(f"{held_out}.qrels")
     return runs / f"manclir-de.train.{name}.{field}.trec", None
 
 

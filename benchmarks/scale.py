@@ -4,19 +4,21 @@ Usage::
 
     nice .venv/bin/python benchmarks/scale.py --model DIR --index small=INDEX --index large=INDEX2 \\
         --corpus small=CORPUS --corpus large=CORPUS2 --topics ../shared/data/manclir-de/topics.dev.jsonl \\
-        [--psq-settings RUNS/train.{field}.psq.psq.json] [--limit 100] [--fields title desc] \\
-        [--methods bm25 dt psq bowfd boost]
+        --methods bm25 dt psq bowfd boost [--options 'OPTIONS.{field}.json'] [--limit 100] [--fields title desc]
 
-``--model`` is a trained model folder (``docs/models.md``) holding ``grammar.flat.gz``, the BOW-FD
-weights ``bowfd.bowfd.<field>.weights`` and the boosting models ``boost.boost.<field>.npz`` (the
-experiment writes them there). Each (collection, method, field) runs in a fresh spawned process,
+Each method is built through the registry (:func:`clirplug.api.compose`) from the collection's index and corpus,
+the model folder ``--model`` (loaded with the flat grammar, for the methods that need one) and ``--options``: a
+JSON file (``{field}`` in its name is replaced by the field measured) of each method's searcher arguments (``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt",
+"weights": "{model}/bowfd.bowfd.{field}.weights", "settings": {"field": "{field}"}}, "boost": {"model":
+"{model}/boost.boost.{field}.npz"}}``: ``{model}`` and ``{field}`` are replaced in every string); a searcher
+that reads queries by ``field`` reads the field measured. The experiment writes the models named there in the
+model folder. Each (collection, method, field) runs in a fresh spawned process,
 which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
 data on first use, e.g. PSQ the document vectors), then searches the first ``--limit`` topics one at a time
 through the Python API (``searcher.search(query, k=1000)``), timing each query's wall clock;
 the process's peak resident memory (Python, the JVM and the models) is read at its end. DT's
 translations come from the model's translation cache when it holds them, so its latency is
-mostly the search; BOW-FD reranks DT's top 100; boosting scores the whole collection. Prints a
-markdown table with the growth ratio (large / small) per method and field.
+mostly the search. Prints a markdown table with the growth ratio (large / small) per method and field.
 """
 
 import argparse
@@ -28,33 +30,38 @@ import time
 from pathlib import Path
 
 
-def _searcher(method, field, index, corpus, model_dir, psq_settings):
-    from clirplug import api
-    from clirplug.qt.psq_tables import PsqSettings
+def _filled(value, **names):
+    """``value`` (JSON) with ``{model}`` and ``{field}`` replaced in every string."""
+    if isinstance(value, str):
+        return value.format(**names)
+    if isinstance(value, dict):
+        return {key: _filled(item, **names) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_filled(item, **names) for item in value]
+    return value
 
-    if method == "bm25":
-        return api.LuceneSearcher(index)
-    model = api.TranslationModel(model_dir, kind="flat")
-    if method == "dt":
-        return api.DtSearcher(index, model, field=field)
-    if method == "psq":
-        spec = json.loads(Path(psq_settings.format(field=field)).read_text())["psq"] if psq_settings else ""
-        return api.PsqSearcher(index, model, PsqSettings.parse(spec), field=field)
-    if method == "bowfd":
-        return api.BowfdSearcher(index, model, api.DtSearcher(index, model, field=field),
-                                 weights=str(Path(model_dir) / f"bowfd.bowfd.{field}.weights"), depth=100)
-    if method == "boost":
-        return api.BoostSearcher(str(Path(model_dir) / f"boost.boost.{field}.npz"), corpus, field=field)
-    raise ValueError(method)
+
+def _searcher(method, field, index, corpus, model_dir, options):
+    import inspect
+
+    from clirplug import api
+    from clirplug.methods import METHODS
+
+    options = _filled(options, model=model_dir, field=field)
+    for name in api.system(method, options):
+        if "field" in inspect.signature(METHODS[name].searcher_class()).parameters:
+            options.setdefault(name, {}).setdefault("field", field)
+    model = api.TranslationModel(model_dir, kind="flat") if "model" in api.needs(method, options) else None
+    return api.compose(method, options, index=index, model=model, corpus=corpus)
 
 
 def measure(task) -> dict:
     """One (collection, method, field): load the searcher, then time each query; peak memory at the end."""
-    method, field, index, corpus, model_dir, psq_settings, topics_path, limit = task
+    method, field, index, corpus, model_dir, options, topics_path, limit = task
     from clirplug.io.topics import read_topics, topic_field
 
     start = time.perf_counter()
-    searcher = _searcher(method, field, index, corpus, model_dir, psq_settings)
+    searcher = _searcher(method, field, index, corpus, model_dir, options)
     load = time.perf_counter() - start
     topics = read_topics(topics_path)[:limit]
     start = time.perf_counter()
@@ -98,10 +105,10 @@ def main():
     parser.add_argument("--index", action="append", required=True, help="NAME=INDEX, e.g. small=indexes/manclir-de")
     parser.add_argument("--corpus", action="append", default=[], help="NAME=CORPUS (boosting reads the documents)")
     parser.add_argument("--topics", required=True)
-    parser.add_argument("--psq-settings", help="JSON file with the tuned 'psq' settings; {field} is replaced")
+    parser.add_argument("--options", help="JSON file of each method's searcher arguments; {field} is replaced (see above)")
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--fields", nargs="+", default=["title", "desc"])
-    parser.add_argument("--methods", nargs="+", default=["bm25", "dt", "psq", "bowfd", "boost"])
+    parser.add_argument("--methods", nargs="+", required=True, help="methods of clirplug.methods.METHODS")
     args = parser.parse_args()
     indexes, corpora = pairs(args.index, "index"), pairs(args.corpus, "corpus")
     context = multiprocessing.get_context("spawn")
@@ -113,7 +120,8 @@ def main():
     for method in args.methods:
         for field in args.fields:
             for name, index in indexes.items():
-                task = (method, field, index, corpora.get(name), args.model, args.psq_settings, args.topics, args.limit)
+                options = json.loads(Path(args.options.format(field=field)).read_text()) if args.options else {}
+                task = (method, field, index, corpora.get(name), args.model, options, args.topics, args.limit)
                 with context.Pool(1, maxtasksperchild=1) as pool:
                     results[method, field, name] = pool.apply(measure, (task,))
                 print(f"measured {method} {field} {name}: {results[method, field, name]}", flush=True)

@@ -31,13 +31,15 @@ the search service does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
-from clirplug.methods import DenseRun
+from clirplug.methods import Bm25Run, DenseRun
+from clirplug.rerank.config import DEFAULT_DEPTH
 
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
 
@@ -219,11 +221,14 @@ def _translated(frame, translations: dict):
 
 
 def _ranked(frame, k: int):
-    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`."""
+    """``frame`` ranked by :func:`clirplug.io.runs.sort_run`, ``k`` per query, in :data:`COLUMNS`; a missing
+    translation is None (not pandas' NaN: a fusion's document that only boosting found)."""
     from clirplug.io.runs import sort_run
 
     frame = sort_run(frame)
-    return frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+    frame = frame[frame["rank"] <= k][COLUMNS].reset_index(drop=True)
+    translation = frame["translation"].astype(object)
+    return frame.assign(translation=translation.where(translation.notna(), None))
 
 
 def _model(model) -> TranslationModel:
@@ -310,7 +315,8 @@ def compose(method: str, options: Mapping[str, Mapping] | None = None, name_of: 
     return built[method]
 
 
-class System(NamedTuple):
+@dataclass(frozen=True)
+class System:
     """What a system file says of its run besides the searcher (:func:`load_system`)."""
 
     file: Path
@@ -322,11 +328,12 @@ class System(NamedTuple):
     index: str | None  # the system's index, or that of the first system it is built on with one
 
 
-def load_system(file) -> Searcher:
+def load_system(file, loaded: dict | None = None) -> Searcher:
     """The searcher of a system file (:mod:`clirplug.system_file`), built by :func:`searcher` with the searchers of
-    the system files it is built on (each file and each translation model loaded once); its ``system`` is the
-    file's :class:`System`. Errors name the file."""
-    return _load_system(Path(file), {})
+    the system files it is built on (each file and each translation model loaded once; ``loaded``, a dict kept
+    between calls, shares them between calls too); its ``system`` is the file's :class:`System`. Errors name the
+    file."""
+    return _load_system(Path(file), {} if loaded is None else loaded)
 
 
 def _load_system(file: Path, loaded: dict) -> Searcher:
@@ -352,8 +359,8 @@ def _load_system(file: Path, loaded: dict) -> Searcher:
         built = searcher(system["method"], **arguments)
     except ClirplugError as error:
         raise ClirplugError(f"{file}: {error}") from None
-    index = system["index"] or next((s.system.index for s in built.inputs() if s.system.index), None)
-    built.system = System(file, *(system[key] for key in System._fields[1:-1]), index)
+    index = system["index"] or next((s.system.index for s in built.inputs() if s.system and s.system.index), None)
+    built.system = System(file, system["name"], system["method"], system["field"], system["tag"], system["hits"], index)
     loaded[file] = built
     return built
 
@@ -368,13 +375,17 @@ class Searcher:
 
     _spec: dict
     model: TranslationModel | None = None  # the translation model of a method that translates the query
-    derives = False  # whether each document's translation is its own (BOW-FD's winning derivation)
     translates_query = False  # whether the translation is the query searched, one per query (DT, DT-MIRA, PSQ)
     system: System | None = None  # the system file it was loaded from (load_system)
 
     def inputs(self) -> list[Searcher]:
         """The searchers this one is built on (a first stage, the searchers it fuses)."""
         return []
+
+    @property
+    def derives(self) -> bool:
+        """Whether each document's translation is its own (BOW-FD's winning derivation)."""
+        return False
 
     def query_translation(self, query: str) -> dict:
         """How ``query`` is translated, for display (JSON-ready): ``{"best": the model's 1-best, "untranslated":
@@ -504,7 +515,20 @@ def _checked_searcher(value, role: str):
     return value
 
 
-class LuceneSearcher(Searcher):
+class _Bm25Index(Searcher):
+    """A searcher scoring BM25 over a Lucene index, opened on first search (a bad model or table is reported before
+    the index is read, as the commands report it)."""
+
+    bm25: Bm25Run
+
+    @functools.cached_property
+    def searcher(self):
+        from clirplug.lucene.search import Bm25Searcher
+
+        return Bm25Searcher(self._spec["index"], self.bm25.k1, self.bm25.b)
+
+
+class LuceneSearcher(_Bm25Index):
     """BM25 of the untranslated query over a Lucene index (``clirplug search --method bm25``), as Pyserini's.
 
     Parameters
@@ -518,18 +542,15 @@ class LuceneSearcher(Searcher):
     """
 
     def __init__(self, index, k1: float | None = None, b: float | None = None, *, bm25=None):
-        from clirplug.lucene.search import Bm25Searcher
-
         self.bm25 = _bm25(bm25, k1, b)
         self._spec = {"index": index, "bm25": self.bm25}
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         queries = {topic.id: topic.title for topic in topics}
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
-class DtSearcher(Searcher):
+class DtSearcher(_Bm25Index):
     """Direct translation: BM25 of the model's 1-best (``clirplug search --method dt``, :func:`clirplug.qt.dt.dt_run`).
 
     Parameters
@@ -549,16 +570,14 @@ class DtSearcher(Searcher):
     """
 
     translates_query = True
+    model: TranslationModel
 
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.lucene.search import Bm25Searcher
-
         self.bm25 = _bm25(bm25, k1, b)
         self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
         self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords,
                       "bm25": self.bm25}
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.qt.dt import dt_queries
@@ -567,7 +586,7 @@ class DtSearcher(Searcher):
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 
-class DtMiraSearcher(Searcher):
+class DtMiraSearcher(_Bm25Index):
     """DT whose 1-best is chosen from the decoder's n-best list by MIRA weights (``clirplug search --method dt-mira``,
     :func:`clirplug.qt.mira.search_run`).
 
@@ -583,11 +602,11 @@ class DtMiraSearcher(Searcher):
     """
 
     translates_query = True
+    model: TranslationModel
 
     def __init__(self, index, model, mira, *, field: str = "title", stopwords: Iterable[str] = (),
                  k1: float | None = None, b: float | None = None, bm25=None):
         from clirplug.lucene.reader import LuceneIndex
-        from clirplug.lucene.search import Bm25Searcher
         from clirplug.qt.mira import mira_weights
 
         self.bm25 = _bm25(bm25, k1, b)
@@ -596,7 +615,6 @@ class DtMiraSearcher(Searcher):
         self._spec = {"index": index, "model": self.model, "mira": mira, "field": field, "stopwords": self.stopwords,
                       "bm25": self.bm25}
         self.reader = LuceneIndex(index, progress=False) if self.weights.uses_index else None
-        self.searcher = Bm25Searcher(index, self.bm25.k1, self.bm25.b)
 
     def query_translation(self, query: str) -> dict:
         from clirplug.io.topics import Topic
@@ -646,7 +664,7 @@ class PsqSearcher(Searcher):
 
     def __init__(self, index, model=None, settings=None, *, table=None, field: str = "title",
                  src_lang: str | None = None, k1: float | None = None, b: float | None = None, bm25=None):
-        from clirplug.qt.psq import PsqScorer, PsqSource, check_psq_files
+        from clirplug.qt.psq import PsqSource, check_psq_files
         from clirplug.qt.psq_tables import PsqSettings
 
         if (model is None) == (table is None):
@@ -664,7 +682,13 @@ class PsqSearcher(Searcher):
         self._spec = {"index": index, "model": self.model, "settings": self.settings, "table": table, "field": field,
                       "src_lang": src_lang, "bm25": self.bm25}
         check_psq_files(self.source, self.settings)  # a bad file is refused now, not per query
-        self.scorer = PsqScorer(index, self.bm25.k1, self.bm25.b)
+
+    @functools.cached_property
+    def scorer(self):
+        """The PSQ scorer of the index, opened on first search (after the tables are read, as the command does)."""
+        from clirplug.qt.psq import PsqScorer
+
+        return PsqScorer(self._spec["index"], self.bm25.k1, self.bm25.b)
 
     def query_translation(self, query: str) -> dict:
         if self.model is None:
@@ -688,7 +712,8 @@ class DenseSearcher(Searcher):
     :func:`clirplug.dense.dense_run`): the query embedded whole, documents ranked by cosine.
 
     The documents (each its title and first ``words`` words) are embedded once, into the cache beside
-    the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`).
+    the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`); with
+    ``search="hnsw"``, a Lucene HNSW index of the vectors is built there once too.
 
     Parameters
     ----------
@@ -700,18 +725,28 @@ class DenseSearcher(Searcher):
         How many first words of a document are embedded after its title.
     threads : int, optional
         Threads of the embedding model (default: all cores).
+    search : str
+        ``exact`` (every document's cosine) or ``hnsw`` (the candidates HNSW finds, rescored exactly).
+    m, ef_construction, ef_search : int
+        HNSW's graph degree, beam width building the graph and beam width searching it.
     """
 
-    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None):
+    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None,
+                 search: str = DenseRun.search, m: int = DenseRun.m, ef_construction: int = DenseRun.ef_construction,
+                 ef_search: int = DenseRun.ef_search):
         from clirplug import dense
 
-        words = DenseRun.from_values({"words": words}).words
+        settings = DenseRun.from_values({"words": words, "search": search, "m": m,
+                                         "ef_construction": ef_construction, "ef_search": ef_search})
         if threads is not None:
             _at_least_one(threads, "threads")
-        self._spec = {"index": index, "corpus": corpus, "words": words, "threads": threads}
+        lookup = {"search": settings.search, "m": settings.m, "ef_construction": settings.ef_construction,
+                  "ef_search": settings.ef_search}
+        self._spec = {"index": index, "corpus": corpus, "words": settings.words, "threads": threads, **lookup}
         model = dense.load_model(threads)
-        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, words), words, model, progress=False)
-        self.searcher = dense.DenseSearcher(folder, model)
+        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words), settings.words, model,
+                                    progress=False)
+        self.searcher = dense.DenseSearcher(folder, model, **lookup)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         queries = {topic.id: topic.title for topic in topics}
@@ -784,10 +819,14 @@ class BowfdSearcher(Reranker):
         Candidates reranked per query.
     """
 
-    derives = True
+    model: TranslationModel
+
+    @property
+    def derives(self) -> bool:
+        return True
 
     def __init__(self, index, model, first_stage: Searcher | None = None, settings=None, *, weights=None,
-                 v: float | None = None, lm: bool = True, depth: int = 100):
+                 v: float | None = None, lm: bool = True, depth: int = DEFAULT_DEPTH):
         from clirplug.lucene.reader import LuceneIndex
         from clirplug.rerank.bowfd import BowfdWeights
         from clirplug.rerank.config import BowfdConfig

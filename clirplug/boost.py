@@ -1072,8 +1072,3 @@ def rerank_run(topics, candidates=None, *, model, corpus, field: str | None = No
         return boost.search(topics, collection, field=field, depth=depth, progress=progress, latencies=latencies)
     return boost.rerank(topics, collection, candidates, field=field, depth=depth, progress=progress,
                         latencies=latencies)
-
-
-def search_run(topics, *, model, corpus, field: str | None = None, hits: int = 1000, progress: bool = True):
-    """``clirplug search --method boost``: the whole collection scored (:func:`rerank_run` without candidates)."""
-    return rerank_run(topics, model=model, corpus=corpus, field=field, depth=hits, progress=progress)

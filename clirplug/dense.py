@@ -20,6 +20,12 @@ The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model,
 ``words`` and the corpus bytes. They are computed in chunks, each saved as it finishes
 (``chunks/``), so an interrupted embedding resumes at the first missing chunk.
+
+Search is ``exact`` (the default: every document's cosine, the oracle) or ``hnsw``: the candidates are
+the ``max(ef_search, hits)`` nearest neighbours that Lucene's HNSW graph finds
+(:mod:`clirplug.lucene.vectors`; the index is built once per ``m`` and ``ef_construction``, in
+``<key>/hnsw-m<M>-efc<EFC>/``), rescored by :func:`cosines`. A document HNSW finds thus has its exact
+score and rank; one it misses is absent (``benchmarks/dense_lucene.py`` measures the recall).
 """
 
 import hashlib
@@ -38,6 +44,7 @@ from clirplug.corpus import Document, corpus_files, read_corpus
 from clirplug.digest import file_digest, update_digest
 from clirplug.errors import ClirplugError
 from clirplug.io.npz import read_arrays
+from clirplug.lucene import hnsw
 
 DEFAULT_WORDS = 48
 CHUNK = 256  # documents embedded between two saves (30 to 60 s on 2 cores)
@@ -238,13 +245,24 @@ def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:
 
 
 class DenseSearcher:
-    """Cosine search of e5 query vectors against the cached document vectors of one folder."""
+    """Cosine search of e5 query vectors against the cached document vectors of one folder, exact or through a
+    Lucene HNSW index of them (built there unless present, with a progress bar when ``progress``)."""
 
-    def __init__(self, folder, model=None):
+    def __init__(self, folder, model=None, *, search: str = "exact", m: int = hnsw.M,
+                 ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, progress: bool = False):
+        hnsw.check_search(search, m, ef_construction, ef_search)
         self.embeddings, self.docids = load_embeddings(folder)
         self.model = model or load_model()
         self._tiebreak = np.empty(len(self.docids), dtype=np.int64)  # docid order
         self._tiebreak[sorted(range(len(self.docids)), key=self.docids.__getitem__)] = np.arange(len(self.docids))
+        self.ef_search = ef_search
+        self.vector_index = None
+        if search == "hnsw":
+            from clirplug.lucene.vectors import HnswIndex, build_hnsw_index, hnsw_index_name
+
+            index = Path(folder) / hnsw_index_name(m, ef_construction)
+            build_hnsw_index(self.embeddings, self.docids, index, m, ef_construction, progress)
+            self.vector_index = HnswIndex(index, self.docids)
 
     def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, cosine) pairs for ``query``; [] for a blank query."""
@@ -254,8 +272,13 @@ class DenseSearcher:
 
     def search_vector(self, vector: np.ndarray, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, cosine) pairs for a unit query vector (from :func:`embed_queries`)."""
-        scores = cosines(self.embeddings, vector)
-        return [(self.docids[row], float(scores[row])) for row in top_hits(scores, self._tiebreak, hits)]
+        if self.vector_index is None:
+            rows = np.arange(len(self.docids))
+            scores = cosines(self.embeddings, vector)
+        else:
+            rows = self.vector_index.search(vector, max(self.ef_search, hits))[0]
+            scores = cosines(self.embeddings[rows], vector)
+        return [(self.docids[rows[i]], float(scores[i])) for i in top_hits(scores, self._tiebreak[rows], hits)]
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict | None = None, timed: Mapping[str, tuple[np.ndarray, float]] | None = None):
@@ -275,19 +298,24 @@ class DenseSearcher:
 
 def choose_words(searchers: Mapping[int, DenseSearcher], queries: Mapping[str, str], qrels, *, hits: int = 1000,
                  measure: str = "MAP", timed: Mapping[str, tuple[np.ndarray, float]] | None = None,
-                 log=None) -> tuple[int, dict[int, float]]:
+                 log=None, max_passage_hits: int | None = None) -> tuple[int, dict[int, float]]:
     """The ``words`` whose document vectors give ``queries`` the best ``measure`` on ``qrels`` (the first of
     ``searchers`` on ties), and each value's measure.
 
     ``searchers`` maps each ``words`` value to the searcher of the vectors embedded with it (:func:`cache_folder`);
     all search the query vectors ``timed`` (:func:`embed_timed`; embedded by each searcher when None).
-    ``log(words, value)`` is called as each value is measured.
+    ``log(words, value)`` is called as each value is measured. With ``max_passage_hits``, the searchers' documents
+    are passages and ``qrels`` judge pages: each run is measured as the page run of its best passages
+    (:func:`clirplug.passages.max_passage`).
     """
     from clirplug.eval.measures import evaluate
+    from clirplug.passages import max_passage
 
     values = {}
     for words, searcher in searchers.items():
         run = searcher.search_all(queries, hits, progress=False, timed=timed)
+        if max_passage_hits is not None:
+            run = max_passage(run, max_passage_hits)
         values[words] = float(evaluate(qrels, {"run": run}, [measure])["value"].iloc[0])
         if log is not None:
             log(words, values[words])
@@ -295,17 +323,21 @@ def choose_words(searchers: Mapping[int, DenseSearcher], queries: Mapping[str, s
     return max(order, key=lambda words: (values[words], -order.index(words))), values
 
 
-def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True):
-    """Dense run for ``queries`` (``qid -> text``) over the vectors in ``folder``: a frame qid, docid, rank, score."""
-    return DenseSearcher(folder, model).search_all(queries, hits, progress)
+def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True,
+                 **search):
+    """Dense run for ``queries`` (``qid -> text``) over the vectors in ``folder``: a frame qid, docid, rank, score.
+    ``search`` are :class:`DenseSearcher`'s ``search``, ``m``, ``ef_construction`` and ``ef_search``."""
+    return DenseSearcher(folder, model, progress=progress, **search).search_all(queries, hits, progress)
 
 
 def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAULT_WORDS, hits: int = 1000,
-              threads: int | None = None, progress: bool = True):
+              threads: int | None = None, progress: bool = True, search: str = "exact", m: int = hnsw.M,
+              ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH):
     """Dense retrieval of each topic's ``field`` over ``corpus`` (``clirplug search --method dense``).
 
     The documents (title and first ``words`` words) are embedded once into :func:`cache_folder`
     beside the Lucene ``index``; ``threads`` are the embedding model's (default: all cores).
+    ``search`` is ``exact`` or ``hnsw`` (with ``m``, ``ef_construction``, ``ef_search``: :class:`DenseSearcher`).
     Returns the run frame of the top ``hits`` documents.
     """
     from clirplug.io.topics import topic_field
@@ -315,4 +347,5 @@ def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAU
     model = load_model(threads)
     folder = embed_corpus(corpus, cache_folder(index, corpus, words), words, model, progress=progress)
     queries = {topic.id: topic_field(topic, field) for topic in topics}
-    return dense_search(folder, queries, hits, model, progress=progress)
+    return dense_search(folder, queries, hits, model, progress=progress, search=search, m=m,
+                        ef_construction=ef_construction, ef_search=ef_search)

@@ -20,6 +20,7 @@ import signal
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from clirplug import interrupts
 from clirplug.errors import ClirplugError
 
 EXECUTORS = ("local", "ray")
@@ -177,7 +178,7 @@ class LocalExecutor(Executor):
     def submit(self, function, *args) -> Future:
         if self.jobs == 1:
             return self._here(function, args)
-        with _interrupts_deferred():  # a worker being spawned gets its whole start-up data
+        with interrupts.deferred():  # a worker being spawned gets its whole start-up data
             if self._pool is None:
                 self._start(self.jobs)
             return _relayed(self._pool.submit(_local_task, function, args))
@@ -185,7 +186,7 @@ class LocalExecutor(Executor):
     def imap(self, function, tasks):
         tasks = list(tasks)
         if self._pool is None and self.jobs > 1 and len(tasks) > 1:
-            with _interrupts_deferred():
+            with interrupts.deferred():
                 self._start(min(self.jobs, len(tasks)))
         if self._pool is None:
             return (self._here(function, (task,)).result() for task in tasks)
@@ -208,28 +209,6 @@ class LocalExecutor(Executor):
                     worker.join()
             self._pool.shutdown(cancel_futures=True)  # its threads end too: none writes to a worker's pipe later
             self._pool = None
-
-
-@contextlib.contextmanager
-def _interrupts_deferred():
-    """Hold Ctrl-C and SIGTERM back while the body runs, so that they interrupt the work after it, not a worker's
-    spawn half done: their Python handlers (which run in the main thread, whichever thread the signal reached)
-    only note them meanwhile; then each noted signal goes to the handler it had."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    noted = []
-    held = [number for number in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(number) is not signal.SIG_IGN]
-    previous = {number: signal.signal(number, lambda signum, frame: noted.append(signum)) for number in held}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in noted:
-            signal.raise_signal(number)
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process receives when its parent dies

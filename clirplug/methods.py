@@ -23,13 +23,15 @@ planner of its own module, is planned like these.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
+from clirplug.lucene import hnsw
 from clirplug.mt import KINDS
+from clirplug.rerank.config import DEFAULT_DEPTH
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
 from clirplug.train.boost import BoostSettings, train_boost
@@ -98,8 +100,8 @@ class BowfdRun(Settings):
     # Not the training's depth (BowfdSettings.depth), which an entry cannot set: the experiment trains with
     # its default whatever the run's depth (the demo reranks 50, trained with 100); passing this one
     # instead would change the demo's weights and runs.
-    depth: int = option(100, "candidates reranked per topic (the training keeps BowfdSettings.depth's default)",
-                        low=1)
+    depth: int = option(DEFAULT_DEPTH, "candidates reranked per topic (the training keeps BowfdSettings.depth's "
+                        "default)", low=1)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,14 @@ class DenseRun(Settings):
 
     words: int = option(48, "embed a document as its title and this many first words", low=0)
     grid: object | None = option(None, "{words: [...]}: the word count chosen on the tune split")
+    search: str = option("exact", "exact: every document's cosine; hnsw: the candidates of a Lucene HNSW index, "
+                         "rescored exactly", choices=hnsw.SEARCHES)
+    m: int = option(hnsw.M, "HNSW: neighbours per node of the graph (Lucene's M)")
+    ef_construction: int = option(hnsw.EF_CONSTRUCTION, "HNSW: beam width building the graph (efConstruction)")
+    ef_search: int = option(hnsw.EF_SEARCH, "HNSW: beam width searching it (efSearch; at least the hits asked for)")
+
+    def validate(self, name_of=str) -> None:
+        hnsw.check_search(self.search, self.m, self.ef_construction, self.ef_search, name_of)
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,9 @@ class Method:
     line's parser does not. A method that ``reranks`` rescores a first stage's candidates (its searcher is a
     :class:`clirplug.api.Reranker`); ``experiment`` says whether an experiment's ``runs:`` may name it (those
     have a ``planner``).
+    ``flags`` maps each searcher keyword argument that the command line sets (``clirplug search``, ``clirplug
+    serve``) to the destination of the flag giving it (``{"settings": "psq"}``: ``--psq`` gives PSQ's
+    ``settings``; :func:`clirplug.cli.options.searcher_arguments`).
     """
 
     settings: type[Settings]
@@ -181,6 +194,7 @@ class Method:
     training: TrainingStep | None = None
     fixed: tuple[str, ...] = ()
     planner: str | None = None
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     def function(self) -> Callable:
         """The library function that makes the method's run frame (``qid, docid, rank, score``)."""
@@ -193,6 +207,8 @@ class Method:
     def planner_function(self) -> Callable:
         """The experiment's planner of the method's ``runs:`` entries: ``planner(plan, spec, splits)`` adds the
         stages of the runs of ``spec`` on ``splits`` (:mod:`clirplug.experiment.planners`)."""
+        if self.planner is None:
+            raise ClirplugError(f"{self.help}: no experiment planner (not a method of runs:)")
         return _imported(self.planner)
 
     def read(self, mapping: dict, where: str) -> tuple[Settings, dict, Settings | None]:
@@ -212,32 +228,42 @@ def _imported(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
+BM25_FLAGS = {"k1": "k1", "b": "b"}
+DT_FLAGS = {"field": "field", "stopwords": "stopwords", **BM25_FLAGS}
+
 METHODS: dict[str, Method] = {
     "bm25": Method(Bm25Run, "clirplug.lucene.search:bm25_search", "clirplug.api:LuceneSearcher", ("index",),
-                   "BM25 of the untranslated query", experiment=False),
+                   "BM25 of the untranslated query", experiment=False, flags=BM25_FLAGS),
     "dt": Method(DtRun, "clirplug.qt.dt:dt_run", "clirplug.api:DtSearcher", ("index", "model"),
-                 "direct translation: BM25 of the model's 1-best",
+                 "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS,
                  planner="clirplug.experiment.planners.dt:plan_dt"),
     "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
                       "DT with the 1-best chosen from the n-best list by MIRA weights",
-                      training=TRAINING["mira"], fixed=("k1", "b"),
+                      flags={"mira": "mira", **DT_FLAGS}, training=TRAINING["mira"], fixed=("k1", "b"),
                       planner="clirplug.experiment.planners.mira:plan_dt_mira"),
     "psq": Method(PsqRun, "clirplug.qt.psq:psq_run", "clirplug.api:PsqSearcher", ("index", "model"),
                   "probabilistic structured queries of the model's tables",
+                  flags={"settings": "psq", "table": "table", "field": "field", "src_lang": "src_lang", **BM25_FLAGS},
                   planner="clirplug.experiment.planners.psq:plan_psq"),
     "boost": Method(BoostRun, "clirplug.boost:rerank_run", "clirplug.api:BoostSearcher", ("corpus",),
                     "bagged RankBoost over n-gram pairs, alone or reranking a first stage",
                     reranks=True, training=TRAINING["boost"], fixed=("field", "src_lang"),
+                    flags={"model": "model_file", "field": "field", "first_stage": "first_stage", "depth": "depth"},
                     planner="clirplug.experiment.planners.boost:plan_boost"),
     "bowfd": Method(BowfdRun, "clirplug.rerank.bowfd:rerank_run", "clirplug.api:BowfdSearcher",
                     ("index", "model", "first_stage"),
                     "BOW-FD: a first stage's top reranked by bag-of-words forced decoding", reranks=True,
-                    training=TRAINING["bowfd"], planner="clirplug.experiment.planners.bowfd:plan_bowfd"),
+                    training=TRAINING["bowfd"],
+                    flags={"first_stage": "first_stage", "depth": "depth", "weights": "weights", "v": "v", "lm": "lm"},
+                    planner="clirplug.experiment.planners.bowfd:plan_bowfd"),
     "fusion": Method(FusionRun, "clirplug.fusion:fuse", "clirplug.api:FusionSearcher", ("searchers",),
                      "the rankings of other methods fused (weighted Borda count, RRF, ...)",
+                     flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"},
                      planner="clirplug.experiment.planners.fusion:plan_fusion"),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
                     "multilingual-e5-small embeddings, no translation",
+                    flags={"words": "words", "threads": "threads", "search": "search", "m": "m",
+                           "ef_construction": "ef_construction", "ef_search": "ef_search"},
                     planner="clirplug.experiment.planners.dense:plan_dense"),
 }
 # The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline.

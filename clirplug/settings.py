@@ -65,7 +65,7 @@ def _convert(value, base, where: str):
     raise ClirplugError(f"{where}: expected {base.__name__}, got {value!r}")
 
 
-def _check_range(value, meta: dict, where: str) -> None:
+def _check_range(value, meta: Mapping, where: str) -> None:
     if meta["choices"] is not None and value not in meta["choices"]:
         raise ClirplugError(f"{where}: expected one of {', '.join(map(str, meta['choices']))}, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -89,9 +89,10 @@ class Settings:
 
     def check(self, name_of: Callable[[str], str] = str):
         """Convert and check every field; ``name_of(field)`` names a bad one in the error."""
+        cls: type = type(self)
         for f in dataclasses.fields(self):
             value, where = getattr(self, f.name), name_of(f.name)
-            base, optional, is_tuple = field_type(type(self), f.name)
+            base, optional, is_tuple = field_type(cls, f.name)
             if value is None:
                 if not optional:
                     raise ClirplugError(f"{where}: a value is required")

@@ -19,6 +19,7 @@ import signal
 import sys
 import textwrap
 
+from clirplug import interrupts
 from clirplug.errors import ClirplugError
 
 # command name -> module; the order is the order of ``clirplug --help``.
@@ -29,6 +30,7 @@ COMMANDS = {
     "eval": "clirplug.cli.eval",
     "train": "clirplug.cli.train",
     "translate": "clirplug.cli.translate",
+    "passages": "clirplug.cli.passages",
     "fuse": "clirplug.cli.fuse",
     "rerank": "clirplug.cli.rerank",
     "experiment": "clirplug.cli.experiment",
@@ -152,6 +154,32 @@ def write_run_file(frame, args, depth: int, summary: str) -> None:
 TOPICS_HELP = "topics: JSONL, HC4/NeuCLIR JSONL, TREC SGML, TSV (qid<TAB>text), or irds:ID (an ir_datasets id)"
 
 
+def add_max_passage(container, hits_default: str):
+    """Pyserini's ``--max-passage``, ``--max-passage-hits`` and ``--max-passage-delimiter``: a run over passages
+    (ids ``<page id>#<k>``) taken as a run over pages, each scored by its best passage (MaxP)."""
+    from clirplug.passages import DELIMITER
+
+    group = container.add_argument_group("passages (MaxP: a page scored by its best passage)")
+    group.add_argument("--max-passage", action="store_true",
+                       help="the documents are passages: rank pages by their best passage")
+    group.add_argument("--max-passage-hits", type=int, default=None, metavar="N",
+                       help=f"pages per query with --max-passage (default: {hits_default})")
+    group.add_argument("--max-passage-delimiter", default=DELIMITER, metavar="STR",
+                       help=f"between a page id and a passage number in a passage id (default: {DELIMITER})")
+
+
+def max_passage_run(frame, args, hits: int):
+    """``frame`` as :func:`add_max_passage`'s options say: unchanged, or its pages by MaxP (``hits`` pages per
+    query unless ``--max-passage-hits``); a one-line error for a MaxP option without ``--max-passage``."""
+    from clirplug.passages import DELIMITER, max_passage
+
+    if not args.max_passage:
+        if args.max_passage_hits is not None or args.max_passage_delimiter != DELIMITER:
+            raise ClirplugError("--max-passage-hits and --max-passage-delimiter need --max-passage")
+        return frame
+    return max_passage(frame, args.max_passage_hits or hits, args.max_passage_delimiter)
+
+
 def add_topic_lang(container):
     """``--topic-lang LANG``: the language taken from multilingual topics (HC4/NeuCLIR JSONL, ``irds:`` ids)."""
     return container.add_argument(
@@ -235,17 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum, frame):
-    """SIGTERM (``kill``, a job scheduler) stops a command as Ctrl-C does."""
-    raise KeyboardInterrupt
-
-
 def main(argv=None) -> int:
-    """Parse ``argv``, run the command, print user errors without a traceback."""
+    """Parse ``argv``, run the command, print user errors without a traceback.
+
+    Ctrl-C and SIGTERM (``kill``, a job scheduler) stop a command alike, once
+    (:func:`clirplug.interrupts.stop_once`): the command cleans up and says in one line what is left, and
+    a further signal is ignored. Without ``argv`` (the program's own command line) they stay ignored after
+    an interrupt, so that none cuts the process's exit short; an in-process call gets its handlers back.
+    """
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    previous = {number: signal.getsignal(number) for number in interrupts.SIGNALS}
+    for number, handler in previous.items():
+        if handler is not signal.SIG_IGN:  # a command started in the background keeps ignoring Ctrl-C
+            signal.signal(number, interrupts.stop_once)
+    interrupted = False
     try:
         for action in args.checked:
             action.check(args)
@@ -254,11 +287,16 @@ def main(argv=None) -> int:
         print(f"clirplug: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # the notes say what is left: outputs are written whole or not at all
+        interrupted = True
+        for number in interrupts.SIGNALS:  # also when the interrupt came another way than stop_once
+            signal.signal(number, signal.SIG_IGN)
         notes = getattr(interrupt, "__notes__", None) or ["no output was half-written"]
         print(f"clirplug: interrupted; {'; '.join(notes)}", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not (interrupted and argv is None):
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     return int(result or 0)
 
 

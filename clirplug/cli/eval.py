@@ -1,5 +1,7 @@
 """``clirplug eval``: evaluate TREC runs (trec_eval-compatible measures, PRES, significance)."""
 
+from clirplug.cli import add_max_passage, max_passage_run
+
 HELP = "evaluate TREC runs against qrels (MAP, nDCG, P@k, R@k, PRES@N; paired randomization tests)"
 
 EPILOG = """\
@@ -30,6 +32,7 @@ def add_arguments(parser):
     parser.add_argument("--measures", default=measures, help=f"space-separated measures (default: {measures})")
     parser.add_argument("--baseline", metavar="RUN", help="run to test the others against (added if not among RUN)")
     parser.add_argument("--per-query", action="store_true", help="also print the value of every query")
+    add_max_passage(parser, "1000")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--permutations", type=int, default=None, help="randomization-test permutations (default: 10000)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the randomization test (default: fixed)")
@@ -108,7 +111,7 @@ def run(args):
     if args.baseline is not None and args.baseline not in names:
         names.insert(0, args.baseline)
     qrels = read_qrels(args.qrels)
-    runs = {name: read_run(name) for name in names}
+    runs = {name: max_passage_run(read_run(name), args, 1000) for name in names}
     judged = set(qrels["qid"])
     for name, frame in runs.items():
         if judged.isdisjoint(frame["qid"]):

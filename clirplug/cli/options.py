@@ -6,6 +6,7 @@ help and choices; booleans get ``--name/--no-name``, tuples take one or more val
 
 import argparse
 import dataclasses
+from collections.abc import Mapping
 
 from clirplug.settings import Settings, field_type
 
@@ -47,3 +48,30 @@ def settings_from_args(cls: type[Settings], args: argparse.Namespace, **fixed):
     """The ``cls`` object of parsed ``args`` (plus ``fixed`` values); errors name the flag."""
     values = {name: getattr(args, name) for name in cls.names() if hasattr(args, name)}
     return cls.from_values({**values, **fixed}, flag)
+
+
+def _stopwords(path) -> list[str]:
+    from clirplug.stopwords import read_stopwords
+
+    return sorted(read_stopwords(path))
+
+
+# Flags naming a file whose contents a searcher takes: destination -> reader.
+READERS = {"stopwords": _stopwords}
+
+
+def searcher_arguments(method: str, values: Mapping) -> dict:
+    """The keyword arguments of ``method``'s searcher from a command's option values (``vars(args)``): each of its
+    registry entry's ``flags`` whose value is given (not None), a file read by :data:`READERS`. A method that
+    needs a first stage and is given none reranks its settings' default ``candidates`` (BOW-FD: DT)."""
+    from clirplug.methods import get_method
+
+    entry = get_method(method)
+    arguments = {}
+    for argument, dest in entry.flags.items():
+        value = values.get(dest)
+        if value is not None:
+            arguments[argument] = READERS[dest](value) if dest in READERS else value
+    if "first_stage" in entry.needs and "first_stage" not in arguments:
+        arguments["first_stage"] = entry.settings().candidates
+    return arguments

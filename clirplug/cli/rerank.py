@@ -13,22 +13,23 @@ from clirplug.cli import (
 
 HELP = "rescore a candidate run with a reranker (BOW-FD, boosting), or score the whole collection"
 
-# --method -> one line of --help; each method has a function in RUNNERS (below) that unpacks its options
-# and calls its library function (clirplug.methods.RUNS: the module's rerank_run).
-RERANKER_HELP = {
-    "boost": "bagged RankBoost over n-gram pairs (--corpus; --candidates optional)",
-    "bowfd": "BOW-FD: bag-of-words forced decoding (--index, --candidates)",
-}
+
+def rerankers() -> dict:
+    """The methods ``--method`` offers: the registry's rerankers (:data:`clirplug.methods.METHODS`), each with its
+    one line of help."""
+    from clirplug.methods import METHODS
+
+    return {name: method.help for name, method in METHODS.items() if method.reranks}
 
 
 def add_arguments(parser):
     from clirplug.cli.options import add_settings
     from clirplug.io.topics import FIELDS
     from clirplug.methods import BowfdRun
-    from clirplug.rerank.config import BowfdConfig
+    from clirplug.rerank.config import DEFAULT_DEPTH, BowfdConfig
 
-    parser.epilog = method_list("rerankers (--method)", RERANKER_HELP)
-    parser.add_argument("--method", required=True, choices=list(RERANKER_HELP), help="reranker (listed below)")
+    parser.epilog = method_list("rerankers (--method)", rerankers())
+    parser.add_argument("--method", required=True, choices=list(rerankers()), help="reranker (listed below)")
     parser.add_argument("--model", required=True, metavar="PATH",
                         help="model written by 'clirplug train <method>' (bowfd: the translation model folder)")
     parser.add_argument("--topics", required=True, metavar="FILE", help=TOPICS_HELP)
@@ -40,65 +41,52 @@ def add_arguments(parser):
     parser.add_argument("--candidates", metavar="RUN",
                         help="TREC run whose documents are rescored; without it the whole collection is scored (boost)")
     add_output(parser, "TREC run to write (- for standard output)", stdout=True)
-    parser.add_argument("--depth", type=int, default=1000,
-                        help="top candidates of each query reranked and written (default: 1000)")
+    parser.add_argument("--depth", type=int, default=None,
+                        help="top candidates of each query reranked and written (default: the reranker's, e.g. "
+                             f"bowfd {DEFAULT_DEPTH}, boost 1000)")
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     bowfd = parser.add_argument_group("BOW-FD (--method bowfd; Hieber & Riezler 2015)")
     bowfd.add_argument("--weights", metavar="FILE", help="weights from 'clirplug train bowfd' (default: v on every term)")
     bowfd.add_argument("--v", type=float, default=None, help="IR default weight v (default: the weights file's, else 1.6)")
     add_settings(bowfd, BowfdConfig, skip=("field",))
-    add_settings(bowfd, BowfdRun, only=("kind",))
+    add_settings(bowfd, BowfdRun, only=("kind", "lm"))
     add_src_lang(bowfd)
-    bowfd.add_argument("--no-lm", action="store_true", help="decode without the language model (the -LM ablation)")
     bowfd.add_argument("--explain", action=Output, metavar="FILE",
                        help="write each (query, document)'s winning derivation per sentence as JSON lines")
 
 
-def _require(args, *options):
-    """Refuse a reranker run without each of ``options`` (``"index"`` -> ``--index``)."""
-    from clirplug.errors import ClirplugError
+def run(args):
+    """Call the reranker's library function (:meth:`clirplug.methods.Method.function`) with the candidates and
+    each of its parameters that an option gives, by name; its own defaults for the others (``--depth`` too)."""
+    import inspect
 
-    missing = [f"--{option}" for option in options if not getattr(args, option)]
+    from clirplug.cli.options import flag, settings_from_args
+    from clirplug.errors import ClirplugError
+    from clirplug.io.runs import read_run
+    from clirplug.io.topics import read_topics, require_field
+    from clirplug.methods import get_method
+    from clirplug.rerank.config import BowfdConfig
+
+    function = get_method(args.method).function()
+    parameters = inspect.signature(function).parameters
+    depth = parameters["depth"].default if args.depth is None else args.depth
+    if depth < 1:
+        raise ClirplugError(f"--depth must be at least 1, got {depth}")
+    values = {**vars(args), "depth": depth, "progress": not args.quiet,
+              "config": settings_from_args(BowfdConfig, args, field=args.field or "title")}
+    given = {name: values[name] for name in parameters if values.get(name) is not None and name != "topics"}
+    missing = [flag(name) for name, parameter in parameters.items()
+               if parameter.default is inspect.Parameter.empty and name not in given and name != "topics"]
     if missing:
         raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
-
-
-def _boost(args, topics):
-    from clirplug.boost import rerank_run
-    from clirplug.io.runs import read_run
-
-    _require(args, "corpus")
-    candidates = read_run(args.candidates, empty=False) if args.candidates else None
-    return rerank_run(topics, candidates, model=args.model, corpus=args.corpus, field=args.field, depth=args.depth,
-                      progress=not args.quiet)
-
-
-def _bowfd(args, topics):
-    from clirplug.cli.options import settings_from_args
-    from clirplug.io.runs import read_run
-    from clirplug.rerank.bowfd import BowfdConfig, rerank_run
-
-    _require(args, "index", "candidates")
-    config = settings_from_args(BowfdConfig, args, field=args.field or "title")
-    return rerank_run(topics, read_run(args.candidates, empty=False), model=args.model, index=args.index, config=config,
-                      weights=args.weights, v=args.v, kind=args.kind, src_lang=args.src_lang, lm=not args.no_lm,
-                      depth=args.depth, explain=args.explain, progress=not args.quiet)
-
-
-RUNNERS = {"boost": _boost, "bowfd": _bowfd}
-
-
-def run(args):
-    from clirplug.errors import ClirplugError
-    from clirplug.io.topics import read_topics, require_field
-
-    if args.depth < 1:
-        raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
     topics = read_topics(args.topics, lang=args.topic_lang)
-    field = args.field or ("title" if args.method == "bowfd" else None)  # boost: the model's, known once loaded
+    # the field read: --field, else the one in the function's config (BOW-FD: title); a function reading its model's
+    # (boosting) learns it once the model is loaded
+    field = args.field or (values["config"].field if "config" in parameters else None)
     if field:
         require_field(topics, field, args.topics)
-    frame = RUNNERS[args.method](args, topics)
-    write_run_file(frame, args, depth=args.depth,
+    given["candidates"] = None if args.candidates is None else read_run(args.candidates, empty=False)
+    frame = function(topics, **given)
+    write_run_file(frame, args, depth=depth,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

@@ -2,30 +2,26 @@
 
 from clirplug.cli import (
     TOPICS_HELP,
+    add_max_passage,
     add_output,
     add_run_file,
     add_src_lang,
     add_threads,
     add_topic_lang,
+    max_passage_run,
     method_list,
     write_run_file,
 )
 
 HELP = "rank a collection for every topic (BM25, DT, PSQ, boosting, dense) and write a TREC run"
 
-# --method -> one line of --help; each method has a function in RUNNERS (below) that unpacks the
-# options it uses and calls the library, returning a run frame (qid, docid, rank, score).
-SEARCH_METHODS = {
-    "bm25": "BM25 of the untranslated query",
-    "dt": "direct translation: BM25 of the decoder's 1-best (--model)",
-    "dt-mira": "DT with n-best lists reranked by MIRA weights (--model, --mira)",
-    "psq": "probabilistic structured queries (--model or --table)",
-    "boost": "a boosting model scoring the whole collection (--model, --corpus)",
-    "dense": "multilingual-e5-small embeddings, no translation (--corpus)",
-}
-# Methods that need --index: those scoring a Lucene index, and dense, which caches its
-# embeddings beside it (boost reads the corpus itself).
-NEEDS_INDEX = {"bm25", "psq", "dt", "dt-mira", "dense"}
+
+def search_methods() -> dict:
+    """The methods ``--method`` offers: those of the registry (:data:`clirplug.methods.METHODS`) whose searcher is
+    built on no other searcher, each with its one line of help."""
+    from clirplug.methods import METHODS, RESOURCES
+
+    return {name: method.help for name, method in METHODS.items() if set(method.needs) <= set(RESOURCES)}
 
 
 def add_arguments(parser):
@@ -33,7 +29,7 @@ def add_arguments(parser):
     from clirplug.io.topics import FIELDS
     from clirplug.methods import Bm25Run, DenseRun, DtRun
 
-    parser.epilog = method_list("methods (--method)", SEARCH_METHODS)
+    parser.epilog = method_list("methods (--method)", search_methods())
     parser.add_argument("--index", metavar="DIR",
                         help="Lucene index built by 'clirplug index' (all methods but boost; dense caches its "
                              "document embeddings beside it, in DIR.dense/)")
@@ -43,7 +39,7 @@ def add_arguments(parser):
                         help="topic field used as the query (default: title, a --system's own; a TSV topic's text is "
                              "both title and desc)")
     add_output(parser, "TREC run file to write (- for standard output)", stdout=True)
-    parser.add_argument("--method", default="bm25", choices=list(SEARCH_METHODS), help="retrieval method (default: bm25)")
+    parser.add_argument("--method", default="bm25", choices=list(search_methods()), help="retrieval method (default: bm25)")
     parser.add_argument("--system", metavar="FILE",
                         help="a system file (an experiment's <run>.system.json or recommended.<field>.json): its "
                              "method, resources and settings instead of the options below, its run tag and hits by "
@@ -52,6 +48,7 @@ def add_arguments(parser):
     add_settings(parser, Bm25Run)
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_max_passage(parser, "100, as Pyserini's; --hits is then the passages searched")
     model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
     model.add_argument("--model", metavar="PATH",
                        help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
@@ -75,73 +72,33 @@ def add_arguments(parser):
     add_threads(dense, "threads of the embedding model (default: all cores)")
 
 
-def _require(args, *options):
-    """Refuse a method run without each of ``options`` (``"model"`` -> ``--model``)."""
-    from clirplug.errors import ClirplugError
+def _searcher(args):
+    """The searcher of ``--method`` (:func:`clirplug.api.searcher`) with the resources it needs and the options of
+    its registry entry's flags (:func:`clirplug.cli.options.searcher_arguments`); ``--model`` is the translation
+    model of a method that needs one, the method's own model file otherwise (boosting's)."""
+    import inspect
 
-    missing = [f"--{option}" for option in options if not getattr(args, option)]
+    from clirplug import api
+    from clirplug.cli.options import flag, searcher_arguments
+    from clirplug.errors import ClirplugError
+    from clirplug.lucene.index import check_index
+    from clirplug.methods import get_method
+
+    method = get_method(args.method)
+    values = {**vars(args), "model_file": None if "model" in method.needs else args.model}
+    arguments = searcher_arguments(args.method, values)
+    for need in method.needs:
+        if getattr(args, need) is not None:
+            arguments[need] = getattr(args, need)
+    missing = [flag(name) for name, parameter in inspect.signature(method.searcher_class()).parameters.items()
+               if parameter.default is inspect.Parameter.empty and name not in arguments]
     if missing:
         raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
-
-
-def _stopwords(args):
-    from clirplug.stopwords import read_stopwords
-
-    return sorted(read_stopwords(args.stopwords)) if args.stopwords else []
-
-
-def _bm25(args, topics):
-    from clirplug.io.topics import topic_field
-    from clirplug.lucene.search import bm25_search
-
-    queries = {topic.id: topic_field(topic, args.field) for topic in topics}
-    return bm25_search(args.index, queries, hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
-
-
-def _dt(args, topics):
-    from clirplug.qt.dt import dt_run
-
-    _require(args, "model")
-    return dt_run(topics, index=args.index, model=args.model, field=args.field, kind=args.kind, src_lang=args.src_lang,
-                  stopwords=_stopwords(args), hits=args.hits, k1=args.k1, b=args.b, progress=not args.quiet)
-
-
-def _dt_mira(args, topics):
-    from clirplug.qt.mira import search_run
-
-    _require(args, "model", "mira")
-    return search_run(topics, index=args.index, model=args.model, mira=args.mira, field=args.field, kind=args.kind,
-                      src_lang=args.src_lang, stopwords=_stopwords(args), hits=args.hits, k1=args.k1, b=args.b,
-                      progress=not args.quiet)
-
-
-def _psq(args, topics):
-    from clirplug.errors import ClirplugError
-    from clirplug.qt.psq import PsqSource, psq_run
-    from clirplug.qt.psq_tables import PsqSettings
-
-    if bool(args.table) == bool(args.model):
-        raise ClirplugError("--method psq needs exactly one of --table FILE and --model DIR")
-    settings = PsqSettings.parse(args.psq)
-    source = PsqSource(model=args.model, field=args.field, kind=args.kind, src_lang=args.src_lang, table=args.table)
-    return psq_run(topics, index=args.index, source=source, settings=settings, hits=args.hits, k1=args.k1, b=args.b,
-                   progress=not args.quiet)
-
-
-def _boost(args, topics):
-    from clirplug.boost import search_run
-
-    _require(args, "model", "corpus")
-    return search_run(topics, model=args.model, corpus=args.corpus, field=args.field, hits=args.hits,
-                      progress=not args.quiet)
-
-
-def _dense(args, topics):
-    from clirplug.dense import dense_run
-
-    _require(args, "corpus")
-    return dense_run(topics, index=args.index, corpus=args.corpus, field=args.field, words=args.words, hits=args.hits,
-                     threads=args.threads, progress=not args.quiet)
+    if "index" in method.needs:
+        check_index(args.index)
+    if "model" in method.needs and args.model is not None:
+        arguments["model"] = api.TranslationModel(args.model, kind=args.kind, src_lang=args.src_lang)
+    return api.searcher(args.method, **arguments)
 
 
 def _system(args):
@@ -158,16 +115,13 @@ def _system(args):
     return searcher
 
 
-RUNNERS = {"bm25": _bm25, "dt": _dt, "dt-mira": _dt_mira, "psq": _psq, "boost": _boost, "dense": _dense}
-
-
 def run(args):
     from clirplug.cli import check_threads
     from clirplug.cli.options import settings_from_args
     from clirplug.errors import ClirplugError
     from clirplug.io.topics import read_topics, require_field, topic_field
-    from clirplug.lucene.index import check_index
     from clirplug.methods import Bm25Run, DenseRun
+    from clirplug.passages import MAX_PASSAGE_HITS
 
     if args.hits is not None and args.hits < 1:
         raise ClirplugError(f"--hits must be at least 1, got {args.hits}")
@@ -175,18 +129,12 @@ def run(args):
     settings_from_args(Bm25Run, args)
     settings_from_args(DenseRun, args)
     searcher = _system(args) if args.system else None
-    if searcher is None:
-        args.field, args.hits = args.field or "title", args.hits or 1000
-        if args.method in NEEDS_INDEX:
-            if not args.index:
-                raise ClirplugError(f"--method {args.method} needs --index")
-            check_index(args.index)
+    args.field, args.hits = args.field or "title", args.hits or 1000
     topics = read_topics(args.topics, lang=args.topic_lang)
     require_field(topics, args.field, args.topics)
-    if searcher is None:
-        frame = RUNNERS[args.method](args, topics)
-    else:
-        frame = searcher.batch_search_frame([topic_field(t, args.field) for t in topics], [t.id for t in topics],
-                                      k=args.hits, progress=not args.quiet)
-    write_run_file(frame, args, depth=args.hits,
+    searcher = searcher or _searcher(args)
+    frame = searcher.batch_search_frame([topic_field(t, args.field) for t in topics], [t.id for t in topics],
+                                        k=args.hits, progress=not args.quiet)
+    frame = max_passage_run(frame, args, MAX_PASSAGE_HITS)
+    write_run_file(frame, args, depth=(args.max_passage_hits or MAX_PASSAGE_HITS) if args.max_passage else args.hits,
                    summary=f"{frame['qid'].nunique()} of {len(topics)} topics with results, {len(frame)} lines")

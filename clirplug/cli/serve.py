@@ -16,7 +16,8 @@ def _names(text: str) -> list[str]:
 def add_arguments(parser):
     from clirplug.cli.options import add_settings
     from clirplug.fusion import FUSERS
-    from clirplug.methods import METHODS, Bm25Run, DenseRun, DtRun
+    from clirplug.methods import METHODS, Bm25Run, BowfdRun, DenseRun, DtRun
+    from clirplug.rerank.config import DEFAULT_DEPTH
 
     parser.epilog = method_list("methods (--method)", {name: method.help for name, method in METHODS.items()}) + (
         "\nGET /search?q=TEXT&k=10 answers one query, POST /search a batch "
@@ -47,12 +48,14 @@ def add_arguments(parser):
     rerank.add_argument("--first-stage", choices=list(METHODS), metavar="METHOD",
                         help="the method whose top --depth is reranked (default: dt for bowfd; boost without it "
                              "scores the whole collection)")
-    rerank.add_argument("--depth", type=int, default=100, help="candidates reranked per query (default: 100)")
+    rerank.add_argument("--depth", type=int, default=None,
+                        help="candidates reranked per query (default: the reranker's, e.g. bowfd "
+                             f"{DEFAULT_DEPTH}, boost 1000)")
     rerank.add_argument("--weights", metavar="FILE",
                         help="bowfd: weights from 'clirplug train bowfd' (default: v on every term)")
     rerank.add_argument("--v", type=float, default=None,
                         help="bowfd: IR default weight v (default: the weights file's, else 1.6)")
-    rerank.add_argument("--no-lm", action="store_true", help="bowfd: decode without the language model (the -LM ablation)")
+    add_settings(rerank, BowfdRun, only=("lm",))
     rerank.add_argument("--boost-model", metavar="FILE", help="boost: the model from 'clirplug train boost'")
     corpus = parser.add_argument_group("dense retrieval and boosting (dense, boost)")
     corpus.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents (a file or folder)")
@@ -76,37 +79,21 @@ def _require_web_stack():
         raise ClirplugError(f"clirplug serve needs {', '.join(missing)}: pip install 'clirplug[serve]'")
 
 
-def _given(**values) -> dict:
-    """The ``values`` that are not None: a searcher's own default stands for an option not given."""
-    return {name: value for name, value in values.items() if value is not None}
-
-
 def searcher_options(args) -> dict:
-    """Each method's searcher arguments (:func:`clirplug.api.compose`) from the flags, checked."""
+    """Each method's searcher arguments (:func:`clirplug.api.compose`) from the flags of its registry entry
+    (:func:`clirplug.cli.options.searcher_arguments`; ``--boost-model`` is the model file of a method that needs no
+    translation model), checked."""
     from clirplug.cli import check_threads
-    from clirplug.cli.options import settings_from_args
+    from clirplug.cli.options import searcher_arguments, settings_from_args
     from clirplug.errors import ClirplugError
-    from clirplug.methods import Bm25Run, BowfdRun
-    from clirplug.qt.psq_tables import PsqSettings
-    from clirplug.stopwords import read_stopwords
+    from clirplug.methods import METHODS, Bm25Run
 
-    if args.depth < 1:
+    if args.depth is not None and args.depth < 1:
         raise ClirplugError(f"--depth must be at least 1, got {args.depth}")
     check_threads(args.threads)
-    bm25 = settings_from_args(Bm25Run, args)
-    stopwords = sorted(read_stopwords(args.stopwords)) if args.stopwords else []
-    rerank = _given(first_stage=args.first_stage, depth=args.depth)
-    return {
-        "bm25": {"bm25": bm25},
-        "dt": {"bm25": bm25, "stopwords": stopwords},
-        "dt-mira": _given(bm25=bm25, stopwords=stopwords, mira=args.mira),
-        "psq": {"bm25": bm25, "settings": PsqSettings.parse(args.psq)},
-        "boost": _given(model=args.boost_model, **rerank),
-        "bowfd": {"first_stage": BowfdRun.candidates, **rerank, "weights": args.weights, "v": args.v,
-                  "lm": not args.no_lm},
-        "dense": _given(words=args.words, threads=args.threads),
-        "fusion": _given(searchers=args.fuse, method=args.fuser, kappa=args.kappa),
-    }
+    settings_from_args(Bm25Run, args)
+    values = {**vars(args), "model_file": args.boost_model}
+    return {name: searcher_arguments(name, values) for name in METHODS}
 
 
 def service(args, options: dict):

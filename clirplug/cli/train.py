@@ -1,19 +1,12 @@
 """``clirplug train``: learn translation models and rerankers."""
 
 from clirplug.cli import add_commands
+from clirplug.methods import TRAINING
 
 HELP = "train translation models and rerankers (align, grammar, lm, ...)"
 
-# subcommand -> module, each with HELP, add_arguments(parser) and run(args).
-TRAIN_COMMANDS: dict[str, str] = {
-    "align": "clirplug.cli.train_align",
-    "grammar": "clirplug.cli.train_grammar",
-    "lm": "clirplug.cli.train_lm",
-    "weights": "clirplug.cli.train_weights",
-    "boost": "clirplug.cli.train_boost",
-    "bowfd": "clirplug.cli.train_bowfd",
-    "mira": "clirplug.cli.train_mira",
-}
+# subcommand -> module, each with HELP, add_arguments(parser) and run(args): one per training step of the registry.
+TRAIN_COMMANDS: dict[str, str] = {name: f"clirplug.cli.train_{name}" for name in TRAINING}
 
 
 def add_arguments(parser):

@@ -52,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
 TRANSLATION_DEFAULTS: dict[str, Any] = {"split": "dev", "lines": 300, "outputs": ["word-by-word"]}
 TRANSLATION_OUTPUTS = ("word-by-word", "hiero", "flat")
 COLLECTION_DEFAULTS: dict[str, Any] = {"path": None, "corpus": None, "irds": None, "name": None, "lang": "de",
-                                        "doc_lang": "en"}
+                                        "doc_lang": "en", "passages": None, "passage_hits": None}
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,13 @@ class Collection:
     doc_lang: str = "en"
     irds: str | None = None
     documents: Path | None = None  # the documents, when not the folder's corpus.jsonl (collection.corpus)
+    passages: int | None = None  # searched as passages of at most this many words, pages scored by MaxP
+    passage_hits: int | None = None  # passages searched per query on a passage collection
+
+    @property
+    def searched_name(self) -> str:
+        """The name of what is searched, in index folder names: the collection's, ``.passages-<words>`` for passages."""
+        return self.name if self.passages is None else f"{self.name}.passages-{self.passages}"
 
     def topics(self, split: str) -> Path:
         return self.path / f"topics.{split}.jsonl"
@@ -126,7 +133,12 @@ class ExperimentConfig:
 
     @property
     def index_dir(self) -> Path:
-        return self.root / "indexes" / self.collection.name
+        return self.root / "indexes" / self.collection.searched_name
+
+    @property
+    def passage_file(self) -> Path:
+        """The passages of a passage collection (``collection.passages``), cut by the experiment beside its index."""
+        return self.root / "indexes" / f"{self.collection.searched_name}.jsonl"
 
     @property
     def model_dir(self) -> Path:
@@ -236,6 +248,24 @@ def _check_name(source, key, value) -> str:
     if not is_path_part(value):
         raise _error(source, key, f"{value!r} becomes a folder name under root: use one plain name, without / or ..")
     return value
+
+
+def _with_passages(source, collection: Collection, coll: dict, hits: int) -> Collection:
+    """``collection`` with its ``passages`` and ``passage_hits`` keys checked (``passage_hits``: 10 times ``hits``
+    by default, as Pyserini searches 10,000 passages for 1,000 MaxP documents)."""
+    from dataclasses import replace
+
+    if coll["passages"] is None:
+        if coll["passage_hits"] is not None:
+            raise _error(source, "collection.passage_hits", "needs collection.passages (the words of a passage)")
+        return collection
+    words = _check_type(source, "collection.passages", coll["passages"], int)
+    passage_hits = 10 * hits if coll["passage_hits"] is None else \
+        _check_type(source, "collection.passage_hits", coll["passage_hits"], int)
+    for key, value in (("passages", words), ("passage_hits", passage_hits)):
+        if value < 1:
+            raise _error(source, f"collection.{key}", f"must be at least 1, got {value}")
+    return replace(collection, passages=words, passage_hits=passage_hits)
 
 
 def _references(spec: RunSpec) -> list[str]:
@@ -360,6 +390,7 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
     jobs = _check_type(source, "jobs", values["jobs"], int)
     if hits < 1 or jobs < 1:
         raise _error(source, "hits" if hits < 1 else "jobs", "must be at least 1")
+    collection = _with_passages(source, collection, coll, hits)
     executor = _check_type(source, "executor", values["executor"], str)
     if executor not in EXECUTORS:
         raise _error(source, "executor", f"expected one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -397,6 +428,9 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
         if method not in planned:
             raise _error(source, f"{key}.method", f"unknown method {method!r} (known: {', '.join(planned)})")
         runs.append(RunSpec(run_name, method, *METHODS[method].read(settings, f"{source}: {key}")))
+        if getattr(runs[-1].settings, "search", "exact") != "exact":  # no stage builds an HNSW index yet
+            raise _error(source, f"{key}.search", "an experiment searches dense vectors exactly; search: hnsw is "
+                                                  "for clirplug search, clirplug serve and the Python API")
     names = {spec.name for spec in runs}
     for spec in runs:
         for other in _references(spec):

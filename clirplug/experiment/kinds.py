@@ -143,7 +143,30 @@ def index_stage(stage: Stage, ctx: Context) -> dict:
             raise ClirplugError(f"{out}: exists and is not a clirplug index; refusing to replace it "
                                 "(move it away, or choose another collection.name or root)")
         shutil.rmtree(out)  # the experiment's own index, from other settings: rebuilt
-    return build_index(stage.inputs[0], out, language=stage.settings["language"], progress=ctx.progress)
+    corpus = (stage.inputs or stage.inputs_from)[0]  # the collection's pages, or the passages stage's file
+    return build_index(corpus, out, language=stage.settings["language"], progress=ctx.progress)
+
+
+@stage_kind("passages")
+def passages_stage(stage: Stage, ctx: Context) -> dict:
+    """The collection's pages cut into passages (:func:`clirplug.passages.write_passages`)."""
+    from clirplug.passages import write_passages
+
+    return write_passages(stage.inputs[0], stage.outputs[0], stage.settings["words"], progress=ctx.progress)
+
+
+@stage_kind("maxp")
+def maxp_stage(stage: Stage, ctx: Context) -> dict:
+    """A passage run's page run, each page scored by its best passage (:func:`clirplug.passages.max_passage`);
+    the passage run's latencies and tuned settings are kept."""
+    from clirplug.io.runs import read_run
+    from clirplug.passages import max_passage
+
+    passages = stage.inputs_from[0]
+    sidecar = json.loads(passages.with_suffix(".json").read_text(encoding="utf-8"))
+    frame = max_passage(read_run(passages), stage.settings["hits"], stage.settings["delimiter"])
+    latencies = {qid: float(seconds) for qid, seconds in sidecar["latency_seconds"].items()}
+    return write_run_with_sidecar(stage, frame, latencies, tuned=sidecar.get("tuned"))
 
 
 @stage_kind("train", version=3)

@@ -8,7 +8,10 @@ the models of ``models:``, the floor and the ceilings, the translation outputs) 
 :mod:`clirplug.experiment.planners`), which adds the method's stages with the :class:`Plan`'s helpers.
 
 Run files are ``runs/<experiment>/<split>.<field>.<run>.trec`` with a ``.json`` sidecar (settings signature,
-tuned parameters, per-query latencies).
+tuned parameters, per-query latencies). On a passage collection (``collection.passages``), the stages search the
+passages cut by the ``passages`` stage (:mod:`clirplug.passages`): a stage ranking the collection writes a passage
+run, ``runs/<experiment>/passages/<split>.<field>.<run>.trec``, and a ``maxp`` stage its page run by the best
+passage of each page (:meth:`Plan.run_stage`); fusions fuse page runs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.methods import METHODS, TRAINING
+from clirplug.passages import DELIMITER
 
 
 @dataclass
@@ -65,6 +69,26 @@ class Part:
 
 def run_file(config, split: str, fld: str, name: str) -> Path:
     return config.run_dir / f"{split}.{fld}.{name}.trec"
+
+
+def passage_run_file(config, split: str, fld: str, name: str) -> Path:
+    return config.run_dir / "passages" / f"{split}.{fld}.{name}.trec"
+
+
+def ranks_pages(stage: Stage) -> bool:
+    """Whether ``stage`` writes a run over the collection's pages (the runs reported), not over its passages."""
+    return stage.run is not None and not stage.run.get("passages")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The documents an experiment searches, as a stage reading them declares them: the collection's pages (an
+    input file), or its passages (written by the ``passages`` stage)."""
+
+    path: Path
+    inputs: tuple = ()
+    deps: tuple = ()
+    inputs_from: tuple = ()
 
 
 # ----------------------------------------------------------------------------- models:
@@ -132,6 +156,7 @@ class Plan:
         self.config = config
         self.stages: dict[str, Stage] = {}
         self.run_stages: dict[tuple[str, str, str], str] = {}  # (run, split, field) -> stage name
+        self.passage_stages: dict[tuple[str, str, str], str] = {}  # the same -> its passage run's (passage collections)
 
     def add(self, stage: Stage) -> str:
         if stage.name not in self.stages:
@@ -142,10 +167,30 @@ class Plan:
         return stage.name
 
     # shared stages ------------------------------------------------------------
+    def corpus(self) -> Corpus:
+        """The searched documents: the collection's pages, or with ``collection.passages`` its passages (the
+        ``passages`` stage cuts them, :func:`clirplug.passages.write_passages`)."""
+        c = self.config
+        coll = c.collection
+        if coll.passages is None:
+            return Corpus(coll.corpus, inputs=(coll.corpus,))
+        name = self.add(Stage("passages", "passages", {"words": coll.passages}, inputs=(coll.corpus,),
+                              outputs=(c.passage_file,)))
+        return Corpus(c.passage_file, deps=(name,), inputs_from=(c.passage_file,))
+
     def index(self) -> str:
         c = self.config
-        return self.add(Stage("index", "index", {"language": c.collection.doc_lang}, inputs=(c.collection.corpus,),
-                              outputs=(c.index_dir,)))
+        corpus = self.corpus()
+        return self.add(Stage("index", "index", {"language": c.collection.doc_lang}, inputs=corpus.inputs,
+                              deps=corpus.deps, outputs=(c.index_dir,), inputs_from=corpus.inputs_from))
+
+    def search_hits(self) -> dict:
+        """The depth settings of a stage that searches and scores its runs itself (a tuning): ``hits``, or on a
+        passage collection ``hits`` passages (``collection.passage_hits``) scored as ``max_passage_hits`` pages."""
+        c = self.config
+        if c.collection.passages is None:
+            return {"hits": c.hits}
+        return {"hits": c.collection.passage_hits, "max_passage_hits": c.hits}
 
     def model(self, name: str, kind: str | None = None, fold: int | None = None) -> str:
         """The stage training model ``name`` with its ``models:`` options (and the stages it needs).
@@ -229,9 +274,11 @@ class Plan:
         if len(parts) == 1:
             plan_part(parts[0])
             return
-        names = tuple(plan_part(part) for part in parts)
-        self.run_stage(run, "join", {"parts": [part.name for part in parts]}, deps=names,
-                       inputs_from=tuple(run_file(self.config, part.name, run["field"], run["name"]) for part in parts))
+        for part in parts:
+            plan_part(part)
+        rankings = [self.ranking(run["name"], part.name, run["field"]) for part in parts]
+        self.run_stage(run, "join", {"parts": [part.name for part in parts]}, deps=tuple(s for s, _ in rankings),
+                       inputs_from=tuple(path for _, path in rankings))
 
     def source_text(self, desc_queries: bool = False) -> str:
         """The source-language text the experiment translates (grammars are filtered to it).
@@ -261,15 +308,38 @@ class Plan:
                                   outputs=(c.run_dir / "translations" / f"source.{coll.lang}",))
         return name
 
-    def run_stage(self, run: dict, kind: str, settings: dict, inputs=(), deps=(), inputs_from=()) -> str:
-        """A stage writing the run file of ``run`` (``name``, ``method``, ``split``, ``field``)."""
+    def run_stage(self, run: dict, kind: str, settings: dict, inputs=(), deps=(), inputs_from=(),
+                  fuses_pages: bool = False) -> str:
+        """A stage writing the run file of ``run`` (``name``, ``method``, ``split``, ``field``).
+
+        On a passage collection, unless the stage ``fuses_pages`` (reads page runs), the stage writes a run of
+        ``collection.passage_hits`` passages (:func:`passage_run_file`), and a ``maxp`` stage the run file from it
+        (:func:`clirplug.passages.max_passage`); the name returned is the latter's.
+        """
         c = self.config
         name = f"run.{run['name']}.{run['split']}.{run['field']}"
-        settings = {"hits": c.hits, **settings}
-        stage = Stage(name, kind, settings, tuple(inputs), tuple(deps),
-                      (run_file(c, run["split"], run["field"], run["name"]),), run, tuple(inputs_from))
-        self.run_stages[(run["name"], run["split"], run["field"])] = name
+        key = (run["name"], run["split"], run["field"])
+        page_file = run_file(c, run["split"], run["field"], run["name"])
+        if c.collection.passages is not None and not fuses_pages:
+            passage_file = passage_run_file(c, run["split"], run["field"], run["name"])
+            passages = self.add(Stage(f"passages.{name}", kind, {"hits": c.collection.passage_hits, **settings},
+                                      tuple(inputs), tuple(deps), (passage_file,), {**run, "passages": True},
+                                      tuple(inputs_from)))
+            self.passage_stages[key] = passages
+            kind, settings = "maxp", {"delimiter": DELIMITER}
+            inputs, deps, inputs_from = (), (passages,), (passage_file,)
+        stage = Stage(name, kind, {"hits": c.hits, **settings}, tuple(inputs), tuple(deps), (page_file,), run,
+                      tuple(inputs_from))
+        self.run_stages[key] = name
         return self.add(stage)
+
+    def ranking(self, name: str, split: str, fld: str) -> tuple[str, Path]:
+        """The stage and the file of run ``name``'s ranking of the searched documents (what a reranker reranks):
+        its passage run on a passage collection, else its run."""
+        key = (name, split, fld)
+        if key in self.passage_stages:
+            return self.passage_stages[key], passage_run_file(self.config, split, fld, name)
+        return self.run_stages[key], run_file(self.config, split, fld, name)
 
     def runs_of(self, name: str, splits) -> None:
         """Plan the runs of ``name`` (``floor`` or a ``runs:`` entry, by its method's planner) for ``splits``

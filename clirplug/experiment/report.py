@@ -25,7 +25,7 @@ from pathlib import Path
 from clirplug.atomic import atomic_open
 from clirplug.experiment import figures
 from clirplug.experiment.kinds import stage_kind
-from clirplug.experiment.plan import Stage
+from clirplug.experiment.plan import Stage, ranks_pages
 from clirplug.experiment.tables import HOLM_MARKER, Cell, Table, latex_document, markdown, result_table, win_tie_loss
 from clirplug.methods import METHODS
 
@@ -294,7 +294,7 @@ def report_stage(stage: Stage, ctx) -> dict:
     config = ctx.config
     base = config.run_dir
     records = _records(config, stage.deps)
-    run_stages = [ctx.plan_stages[name] for name in stage.deps if ctx.plan_stages[name].run]
+    run_stages = [ctx.plan_stages[name] for name in stage.deps if ranks_pages(ctx.plan_stages[name])]
     scores, per_split = score_runs(config, run_stages)
     measures = list(config.measures)
     c = config.collection

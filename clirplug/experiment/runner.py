@@ -47,9 +47,10 @@ def root_lock(root: Path):
     try:
         root.mkdir(parents=True, exist_ok=True)
         path.touch()
+        handle = open(path, "r+", encoding="ascii")  # e.g. a file this user may not write, or made a folder meanwhile
     except OSError as error:
-        raise ClirplugError(f"root: cannot create {path} ({error.strerror})") from error
-    with open(path, "r+", encoding="ascii") as handle:
+        raise ClirplugError(f"root: cannot open {path} ({error.strerror})") from error
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 
 from clirplug.experiment.kinds import stage_kind
-from clirplug.experiment.plan import Stage, run_file
+from clirplug.experiment.plan import Stage, ranks_pages, run_file
 from clirplug.methods import METHODS
 from clirplug.system_file import relative, root_of, system_path, write_system
 
@@ -88,7 +88,7 @@ def add_systems_stage(plan) -> str:
     ``held_out_on_tune`` (cross-fitted DT-MIRA: each fold's run reranked by weights trained on the other folds).
     """
     c = plan.config
-    by_file = {stage.outputs[0]: stage for stage in plan.stages.values() if stage.run}
+    by_file = {stage.outputs[0]: stage for stage in plan.stages.values() if ranks_pages(stage)}
 
     def inputs(stage: Stage) -> list[Stage]:
         return [by_file[path] for path in stage.inputs_from if path in by_file]

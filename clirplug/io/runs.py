@@ -93,7 +93,7 @@ def _run_columns(text):
 
 def _raise_first_error(path, text) -> None:
     """Raise the error of the first wrong line of a run file's ``text`` (see :func:`read_run`)."""
-    seen = {}
+    seen: dict[tuple[str, str], int] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         fields = line.split()
         if not fields:

@@ -280,7 +280,8 @@ def read_topics(path, format=None, lang=None) -> list[Topic]:
         if format not in _READERS:
             raise ClirplugError(f"unknown topic format {format!r}: choose one of {', '.join(_READERS)}")
         records = _READERS[format](path, text, lang)
-    topics, seen = [], {}
+    topics: list[Topic] = []
+    seen: dict[str, int] = {}
     for lineno, topic in records:
         if not topic.id.isprintable() or " " in topic.id:
             raise ClirplugError(f"{where(path, lineno)}: topic id {topic.id!r} contains white space or control "

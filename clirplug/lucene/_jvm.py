@@ -77,6 +77,9 @@ def anserini_jar() -> Path:
     )
 
 
+_LOGGERS = []  # the java.util.logging loggers whose levels _jnius() sets
+
+
 @functools.cache
 def _jnius():
     home = java_home()
@@ -89,9 +92,13 @@ def _jnius():
         jnius_config.set_options(*options, *JVM_OPTIONS)
     import jnius
 
-    # Lucene announces its MMapDirectory implementation through java.util.logging at INFO
-    logging = jnius.autoclass("java.util.logging.Logger")
-    logging.getLogger("org.apache.lucene").setLevel(jnius.autoclass("java.util.logging.Level").WARNING)
+    # Lucene announces its MMapDirectory implementation through java.util.logging at INFO, and, at WARNING, that
+    # vector similarities run without jdk.incubator.vector (left out above); java.util.logging holds loggers
+    # weakly, so they are kept here for their levels to last
+    logging, level = jnius.autoclass("java.util.logging.Logger"), jnius.autoclass("java.util.logging.Level")
+    _LOGGERS.extend([logging.getLogger("org.apache.lucene"), logging.getLogger("org.apache.lucene.internal.vectorization")])
+    _LOGGERS[0].setLevel(level.WARNING)
+    _LOGGERS[1].setLevel(level.SEVERE)
     # A query of any number of distinct terms is searched whole: Lucene's limit of 1,024 clauses per query
     # raised, as Pyserini users raise it (BooleanQuery.setMaxClauseCount)
     jnius.autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(MAX_CLAUSES)
@@ -122,6 +129,11 @@ def java_exception() -> type:
 def java_error_text(error) -> str:
     """``SimpleName: message`` of a ``JavaException``, for one-line error messages."""
     return f"{error.classname.rpartition('.')[2]}: {error.innermessage}"
+
+
+def java_trace_text(error) -> str:
+    """The stack trace of a ``JavaException``, its causes (``Caused by:``) included."""
+    return "\n".join(str(line) for line in error.stacktrace or ())
 
 
 def detach_thread() -> None:

@@ -12,7 +12,14 @@ from pathlib import Path
 from clirplug.atomic import atomic_open, no_space_error
 from clirplug.corpus import corpus_size, read_corpus
 from clirplug.errors import ClirplugError, warn
-from clirplug.lucene._jvm import java_error_text, java_exception, java_output_to, jclass, wait_for_java
+from clirplug.lucene._jvm import (
+    java_error_text,
+    java_exception,
+    java_output_to,
+    java_trace_text,
+    jclass,
+    wait_for_java,
+)
 from clirplug.lucene.languages import LANGUAGES, check_language
 
 METADATA = "clirplug.json"
@@ -167,7 +174,7 @@ def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, co
     args.storePositions = args.storeDocvectors = args.storeRaw = True
     args.optimize = True
     args.quiet = True
-    failure = ""
+    failure = trace = ""
     # Anserini's log and stack traces go to lucene.log, read below
     with _lucene_progress(work / "corpus" / "docs.jsonl", progress) as poll, java_output_to(work / "lucene.log") as log:
         try:
@@ -175,9 +182,10 @@ def _run_lucene(corpus, work: Path, index: Path, language: str, threads: int, co
             wait_for_java(indexer.run, poll=poll)
             poll(done=True)
         except java_exception() as error:
-            failure = java_error_text(error)
+            failure, trace = java_error_text(error), java_trace_text(error)
     text = log.read_text(encoding="utf-8", errors="replace")
-    if NO_SPACE_TEXT.search(f"{failure}\n{text}"):
+    # a full disk can surface as a later error (AlreadyClosedException: this IndexWriter is closed) caused by it
+    if NO_SPACE_TEXT.search(f"{failure}\n{trace}\n{text}"):
         raise ClirplugError(f"no space left writing {index}")
     if failure:
         raise ClirplugError(f"{corpus}: Lucene failed ({failure})")

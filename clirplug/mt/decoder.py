@@ -39,13 +39,13 @@ import heapq
 import importlib.util
 import itertools
 import operator
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from clirplug import interrupts
 from clirplug.errors import ClirplugError
 from clirplug.mt.features import DEFAULT_WEIGHTS, GLUE, LANGUAGE_MODEL, PASS_THROUGH, WORD_PENALTY
 from clirplug.mt.grammar import Rule, is_nonterminal, nt_index
@@ -473,9 +473,12 @@ class Decoder:
         if self._memo is None or self._memo.full():
             self._memo = _kernel().LMMemo(self.lm, self._table)
         chart = _kernel().Chart(self._table, self._memo, self.weights.get(LANGUAGE_MODEL, 0.0), self.pop_limit)
-        top = self._walk(tokens, chart.cube, lambda src, compiled: self._rids[src],
-                         lambda word: [self._pass_through(word).rid], [self._glue_top[0].rid],
-                         [self._glue_left[0].rid])
+        # numba runs Python code while it calls the kernel (its arguments' types, kenlm's callbacks): a Ctrl-C
+        # handled there would come out as numba's or kenlm's error, so it takes effect once the chart is filled
+        with interrupts.deferred():
+            top = self._walk(tokens, chart.cube, lambda src, compiled: self._rids[src],
+                             lambda word: [self._pass_through(word).rid], [self._glue_top[0].rid],
+                             [self._glue_left[0].rid])
         return self._build_arrays(chart, top, len(tokens))
 
     def _build_arrays(self, chart, top: tuple[int, int] | None, n: int) -> Hypergraph:
@@ -671,7 +674,7 @@ class Decoder:
         if nbest == 1:
             return translations(forest, [forest.viterbi(self.weights)])
         if unique:
-            return unique_translations(forest, self.weights, nbest, UNIQUE_FACTOR * nbest)
+            return unique_translations(forest, self.weights, nbest)
         return translations(forest, kbest(forest, self.weights, nbest))
 
 
@@ -680,11 +683,11 @@ def unique_translations(forest: Hypergraph, weights, nbest: int, limit: int | No
 
     A string can have many derivations (other segmentations, rules or LM states), so the n best
     derivations may hold fewer than n strings: derivations are read in k-best order until ``nbest``
-    strings are found, the forest is exhausted, or ``limit`` derivations were read (None: no limit;
-    :meth:`Decoder.translate` reads at most ``UNIQUE_FACTOR * nbest``, as cdec does).
+    strings are found, the forest is exhausted, or ``limit`` derivations were read (by default
+    ``UNIQUE_FACTOR * nbest``, as cdec's unique k-best: a long sentence has more derivations of one string
+    than memory holds).
     """
-    limit = sys.maxsize if limit is None else limit
-    return translations(forest, unique_kbest(forest, weights, nbest, limit))
+    return translations(forest, unique_kbest(forest, weights, nbest, UNIQUE_FACTOR * nbest if limit is None else limit))
 
 
 def translations(forest: Hypergraph, derivations) -> list[Translation]:

@@ -24,7 +24,6 @@ from clirplug.mt import KINDS
 from clirplug.mt.decoder import (
     DEFAULT_MAX_SPAN,
     DEFAULT_POP_LIMIT,
-    UNIQUE_FACTOR,
     Decoder,
     Translation,
     translations,
@@ -206,7 +205,7 @@ class Translator:
             if data is not None:
                 return [_translation(t) for t in data["translations"]]
             hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
-            result = unique_translations(hypergraph, self.weights, nbest, UNIQUE_FACTOR * nbest)
+            result = unique_translations(hypergraph, self.weights, nbest)
             self._write(path, {"translations": [translation_json(t) for t in result]})
             return result
         path = self._key(tokens, "nbest")

@@ -46,7 +46,7 @@ from clirplug.errors import ClirplugError, warn, where
 from clirplug.mt.features import check_feature, weight_lines
 from clirplug.mt.grammar import is_nonterminal
 from clirplug.mt.hypergraph import Hypergraph, ViterbiPlan
-from clirplug.rerank.config import DEFAULT_SENTENCE_DEPTH, BowfdConfig
+from clirplug.rerank.config import DEFAULT_DEPTH, DEFAULT_SENTENCE_DEPTH, BowfdConfig
 
 DEFAULT_V = 1.6  # Hieber & Riezler (2015), Table 1: German-English Wikipedia
 MAX_CELLS = 1_000_000  # edges × documents per pass with back pointers: bounds their memory
@@ -582,8 +582,8 @@ def bowfd_reranker(translator, index, config: BowfdConfig = BowfdConfig(), weigh
 
 
 def rerank_run(topics, candidates, *, model, index, config: BowfdConfig = BowfdConfig(), weights=None,
-               v: float | None = None, kind: str = "hiero", src_lang: str = "de", lm: bool = True, depth: int = 1000,
-               explain=None, progress: bool = True, latencies: dict[str, float] | None = None):
+               v: float | None = None, kind: str = "hiero", src_lang: str = "de", lm: bool = True,
+               depth: int = DEFAULT_DEPTH, explain=None, progress: bool = True, latencies: dict[str, float] | None = None):
     """BOW-FD over each topic's ``candidates`` (a run frame; ``clirplug rerank --method bowfd``).
 
     Parameters

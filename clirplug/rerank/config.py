@@ -8,6 +8,7 @@ from clirplug.lucene.languages import LANGUAGES
 from clirplug.settings import Settings, option
 
 DEFAULT_SENTENCE_DEPTH = 1000  # top-k of each sentence ranking (the paper scores the top 1,000)
+DEFAULT_DEPTH = 100  # candidates BOW-FD reranks per topic: every front end's default and the training's
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -76,7 +78,7 @@ class BadRequest(Exception):
         self.status = status
 
 
-def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message.splitlines()[0] if message else ""}, status_code=status, headers=headers)
 
 
@@ -270,15 +272,17 @@ class _JsonH11(H11Protocol):
 
 class _Server(uvicorn.Server):
     """uvicorn's server, which on SIGTERM or Ctrl-C also stops the app's search worker (answering the requests
-    under way at once)."""
+    under way at once), and ignores a second Ctrl-C: uvicorn's forced exit cancelled the shutdown under way and
+    logged a traceback."""
 
     def __init__(self, app: FastAPI):
         super().__init__(uvicorn.Config(app, log_level="warning", http=_JsonH11, lifespan="on",
-                                        timeout_graceful_shutdown=STOP_SECONDS))
+                                        timeout_graceful_shutdown=math.ceil(STOP_SECONDS)))  # whole seconds
         self.web_app = app
 
     def handle_exit(self, sig, frame) -> None:
         super().handle_exit(sig, frame)
+        self.force_exit = False  # a second Ctrl-C is ignored, as by every command (clirplug.interrupts.stop_once)
         state = self.web_app.state
         if hasattr(state, "worker"):  # from the signal handler: let the event loop take the worker's lock
             state.loop.call_soon_threadsafe(state.worker.stop)

@@ -7,6 +7,7 @@ A check that fails names where (``queries[1].query``, ``the parameter k``) and w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -158,7 +159,7 @@ class Info(BaseModel):
     limits: Limits
 
 
-def error_line(errors: list[dict]) -> str:
+def error_line(errors: Sequence[dict]) -> str:
     """One line for pydantic's first validation error: where, then what."""
     error = errors[0]
     loc = [part for part in error.get("loc", ()) if part != "body"]

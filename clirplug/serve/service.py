@@ -12,6 +12,7 @@ highlighted (:mod:`clirplug.serve.snippets`); a searcher whose documents have tr
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 
 from clirplug.errors import ClirplugError
@@ -65,12 +66,21 @@ class SearchService:
     @classmethod
     def from_system(cls, file) -> SearchService:
         """The service of a system file (:func:`clirplug.api.load_system`), named by the system's run tag
-        (``psq+dense.title``), showing the documents of its index."""
+        (``psq+dense.title``), showing the documents of its index (none for a system without one: boosting
+        alone)."""
         from clirplug import api
 
-        searcher = api.load_system(file)
+        return cls.of_system(api.load_system(file))
+
+    @classmethod
+    def of_system(cls, searcher) -> SearchService:
+        """The service of a searcher loaded from a system file (:func:`clirplug.api.load_system`), as
+        :meth:`from_system`'s."""
+        from clirplug import api
+
+        system = typing.cast(api.System, searcher.system)  # load_system sets it
         service = cls.__new__(cls)
-        service._keep(searcher.system.tag, searcher, searcher.system.index)
+        service._keep(system.tag, searcher, system.index)
         return service
 
     def _keep(self, method: str, searcher, index) -> None:
@@ -78,8 +88,8 @@ class SearchService:
         from clirplug.serve.snippets import Matcher
 
         self.method, self.searcher = method, searcher
-        self.documents = LuceneIndex(index, progress=False)
-        self.matcher = Matcher(self.documents.analyze)
+        self.documents = None if index is None else LuceneIndex(index, progress=False)
+        self.matcher = None if self.documents is None else Matcher(self.documents.analyze)
 
     def translation(self, query: str) -> dict | None:
         """The translation shown with ``query``'s hits (:meth:`clirplug.api.Searcher.query_translation`): ``{"best":
@@ -96,11 +106,14 @@ class SearchService:
         frame = self.searcher.batch_search_frame([text for _, text in queries], [qid for qid, _ in queries], k)
         hits: dict[str, list] = {qid: [] for qid, _ in queries}
         for qid, docid, rank, score, translation in frame.itertuples(index=False):
-            title, contents = split_document(self.documents.document_text(docid))
-            terms = query_terms(translation)
-            shown, spans = snippet(contents, self.matcher, terms)
-            hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": title,
-                   "title_highlights": highlights(title, self.matcher, terms), "snippet": shown, "highlights": spans}
+            hit = {"rank": int(rank), "docid": docid, "score": float(score), "title": "", "title_highlights": [],
+                   "snippet": "", "highlights": []}
+            if self.documents is not None and self.matcher is not None:  # a system without an index shows none
+                title, contents = split_document(self.documents.document_text(docid))
+                terms = query_terms(translation)
+                shown, spans = snippet(contents, self.matcher, terms)
+                hit.update(title=title, title_highlights=highlights(title, self.matcher, terms), snippet=shown,
+                           highlights=spans)
             if self.searcher.derives:
                 hit["derivation"] = translation
             hits[qid].append(hit)
@@ -122,6 +135,8 @@ class SearchService:
         record's, e.g. ``id`` and ``contents``); a ClirplugError if the index has no such document."""
         import json
 
+        if self.documents is None:
+            raise ClirplugError(f"{self.method} has no Lucene index to read documents from")
         raw = self.documents.document_raw(docid)
         try:
             fields = json.loads(raw) if raw is not None else {}

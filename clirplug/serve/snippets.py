@@ -54,7 +54,8 @@ class Matcher:
     """The index terms of words (``analyze(word) -> terms``), cached, and which of them a query's terms match."""
 
     def __init__(self, analyze: Callable[[str], Sequence[str]], cache_size: int = 200_000):
-        self._analyze, self._cache, self._cache_size = analyze, {}, cache_size
+        self._analyze, self._cache_size = analyze, cache_size
+        self._cache: dict[str, tuple[str, ...]] = {}
 
     def terms(self, word: str) -> tuple[str, ...]:
         key = word.lower()

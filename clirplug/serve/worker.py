@@ -41,7 +41,8 @@ class Stopping(Exception):
 
 class _Job:
     def __init__(self, call: Callable, arguments: tuple):
-        self.call, self.arguments, self.future = call, arguments, Future()
+        self.call, self.arguments = call, arguments
+        self.future: Future = Future()
 
 
 class SearchWorker:

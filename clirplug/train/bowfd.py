@@ -7,7 +7,7 @@ from pathlib import Path
 from clirplug.bm25 import BOWFD_B, BOWFD_K1
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings
-from clirplug.rerank.config import BowfdConfig, LtrSettings
+from clirplug.rerank.config import DEFAULT_DEPTH, BowfdConfig, LtrSettings
 from clirplug.settings import option
 
 V_GRID = (0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 1.6, 2.4, 3.2)
@@ -24,7 +24,7 @@ class BowfdSettings(LtrSettings):
                                        low=0.0, metavar="V")
     ltr: bool = option(True, "pairwise learning to rank after choosing v (--no-ltr: BOW-FD with v only)")
     lex: bool = option(False, "add the LEX sparse alignment/insertion/deletion features")
-    depth: int = option(100, "candidates BOW-FD reranks per topic: held-out topics are scored on them, and judged "
+    depth: int = option(DEFAULT_DEPTH, "candidates BOW-FD reranks per topic: held-out topics are scored on them, and judged "
                              "documents below them are not trained on (an experiment's bowfd entry keeps this default; "
                              "its depth is the reranking's)", low=1)
     holdout: float = option(0.2, "share of training topics held out", low=0.0, high=0.99)

@@ -1,5 +1,6 @@
-"""The demo's system files: each one loads again and writes its run, byte for byte; the recommended systems load;
-the service answers from a system file.
+"""The demo's system files: each one loads again and writes its run, byte for byte, through the command line, Python,
+the search service (its HTTP interface) and PyTerrier; the recommended systems load; the service answers from a
+system file.
 
 The session's ``demo`` fixture ran the experiment; every dev run but the ceiling has a system file beside it
 (docs/experiments.md, "System files").
@@ -62,6 +63,57 @@ def test_search_with_a_system_file_writes_the_experiments_run(config, tmp_path, 
     pd.testing.assert_frame_equal(frame[columns], read_run(expected)[columns], check_dtype=False)
 
 
+@pytest.fixture(scope="module")
+def loaded():
+    """The searchers of the system files loaded so far, shared by the systems built on them (a fusion's inputs are
+    other runs' systems): each file and each model loaded once for the module."""
+    return {}
+
+
+def _service_ranking(searcher, topics, field: str, k: int):
+    """The ranking the search service of ``searcher`` gives (``POST /search``, in process), as a run frame ``qid,
+    docid, rank, score``."""
+    from starlette.testclient import TestClient
+
+    from clirplug.serve.schema import MAX_QUERIES
+    from clirplug.serve.service import SearchService
+
+    rows = []
+    with TestClient(create_app(SearchService.of_system(searcher))) as client:
+        for start in range(0, len(topics), MAX_QUERIES):
+            batch = [{"qid": t.id, "query": topic_field(t, field)} for t in topics[start:start + MAX_QUERIES]]
+            response = client.post("/search", json={"queries": batch, "k": k})
+            assert response.status_code == 200, response.text
+            rows += [(answer["qid"], hit["docid"], hit["rank"], hit["score"])
+                     for answer in response.json()["results"] for hit in answer["hits"]]
+    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"])
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("name", [*RUNS, "recommended"])
+def test_the_service_and_pyterrier_give_the_experiments_ranking(config, loaded, tmp_path, name, field):
+    """A system file (each dev run's, and the recommended system of the field) served, its answer to ``POST /search``
+    with every dev topic, ranks the documents of the experiment's run with its scores; its PyTerrier transformer
+    writes the run byte for byte (``from_system`` for the recommended file; the others share their loaded
+    searchers)."""
+    from clirplug.io.runs import write_run
+    from clirplug.pyterrier import ClirplugTransformer, from_system
+
+    file = config.run_dir / f"recommended.{field}.json" if name == "recommended" else _system(config, field, name)
+    system = json.loads(file.read_text(encoding="utf-8"))
+    expected = config.run_dir / f"dev.{field}.{system['name']}.trec"
+    topics = read_topics(config.collection.topics("dev"))
+    run, hits = read_run(expected), system["hits"]
+    searcher = load_system(file, loaded)
+    served = _service_ranking(searcher, topics, field, hits)
+    columns = ["qid", "docid", "rank", "score"]
+    pd.testing.assert_frame_equal(served, run[columns], check_dtype=False)
+    transformer = from_system(file) if name == "recommended" else ClirplugTransformer(searcher, hits)
+    results = transformer(pd.DataFrame({"qid": [t.id for t in topics], "query": [topic_field(t, field) for t in topics]}))
+    write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag=system["tag"])
+    assert (tmp_path / "pt.trec").read_bytes() == expected.read_bytes()
+
+
 def test_a_system_for_title_queries_refuses_desc(config, tmp_path, capsys):
     assert main(["search", "--system", str(_system(config, "title", "dt")), "--field", "desc", "--topics",
                  str(config.collection.topics("dev")), "--output", str(tmp_path / "run.trec")]) != 0
@@ -103,14 +155,3 @@ def test_serve_answers_with_the_experiments_tuned_fusion(config):
         run = read_run(config.run_dir / f"dev.title.{name}.trec")
         top = run[run["qid"] == topic.id].head(10)
         assert [(hit["docid"], hit["score"]) for hit in answer["hits"]] == list(zip(top["docid"], top["score"]))
-
-
-def test_a_pyterrier_transformer_from_a_system_file_writes_its_run(config, tmp_path):
-    from clirplug.io.runs import write_run
-    from clirplug.pyterrier import from_system
-
-    topics = read_topics(config.collection.topics("dev"))
-    results = from_system(_system(config, "desc", "bowfd"))(
-        pd.DataFrame({"qid": [t.id for t in topics], "query": [t.desc for t in topics]}))
-    write_run(results.rename(columns={"docno": "docid"}), tmp_path / "pt.trec", tag="bowfd.desc")
-    assert (tmp_path / "pt.trec").read_bytes() == (config.run_dir / "dev.desc.bowfd.trec").read_bytes()

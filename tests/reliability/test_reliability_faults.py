@@ -336,3 +336,35 @@ def test_a_full_disk_in_an_experiment_stage(tmp_path):
     assert changed(before, snapshot(root)) <= {"runs/demo/dev.title.floor.trec", "runs/demo/dev.title.floor.json",
                                                "runs/demo/stages/run.floor.dev.title.json",
                                                "runs/demo/stages/run.ceiling.dev.title.json", ".clirplug.lock"}
+
+
+# A real full disk: a tmpfs of SIZE mounted at FOLDER in a mount namespace of its own (gone with the process),
+# an earlier output written on it, then the command; afterwards what is left on it is listed in LISTING
+ON_A_SMALL_DISK = """\
+size=$1 folder=$2 listing=$3; shift 3
+mount -t tmpfs -o size=$size tmpfs "$folder" || exit 99
+printf '%s' "$OLD" > "$folder/old.txt"
+"$@"; code=$?
+ls -A "$folder" > "$listing"; cat "$folder/old.txt" >> "$listing"
+exit $code
+"""
+
+
+@pytest.mark.parametrize("size", ["320k", "480k"], ids=["AlreadyClosedException before", "Lucene's log before"])
+def test_a_real_full_disk_while_lucene_writes(tmp_path, size):
+    """``clirplug index`` onto a tmpfs too small for the index (the demo corpus: 266 KB staged, 340 KB of index):
+    Lucene met the full disk at a flush and reported it as ``AlreadyClosedException: this IndexWriter is closed``
+    (320k), or wrote ``No space left on device`` in its log (480k). Both are one line naming the index, and the
+    disk holds its earlier file and nothing else."""
+    folder, listing = tmp_path / "disk", tmp_path / "listing.txt"
+    folder.mkdir()
+    namespace = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--mount"]
+    argv = [*namespace, "sh", "-c", ON_A_SMALL_DISK, "sh", size, folder, listing,
+            *command("index", "--corpus", DEMO_DATA / "corpus.jsonl", "--index", folder / "index", "--quiet")]
+    proc = subprocess.run([str(arg) for arg in argv], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OLD": OLD})
+    if proc.returncode == 99 or not listing.exists() and "unshare" in proc.stderr:
+        pytest.skip(f"cannot mount a tmpfs in a mount namespace here: {proc.stderr.strip()}")
+    assert proc.returncode == 2
+    assert the_message(proc.stderr) == f"clirplug: error: no space left writing {folder / 'index'}"
+    assert listing.read_text() == "old.txt\n" + OLD

@@ -128,3 +128,33 @@ def test_bad_bowfd_weights_are_refused_when_the_searcher_is_built(workspace, luc
     put(workspace, {"bad.weights": "SMT:NoSuchFeature 1.0\n"})
     with pytest.raises(ClirplugError, match=r"bad\.weights"):
         BowfdSearcher(lucene_index, workspace / "model", weights=workspace / "bad.weights")
+
+
+def test_ctrl_c_twice_stops_the_service_without_a_traceback(lucene_index):
+    """``clirplug serve`` stops on Ctrl-C once its requests are answered; a second Ctrl-C is ignored, as by every
+    command (uvicorn's forced exit cancelled the shutdown and logged a ``CancelledError`` traceback)."""
+    import json
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "clirplug", "serve", "--index", str(lucene_index), "--method", "bm25",
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "the service did not start within 120 s"
+        line = proc.stdout.readline()
+        url = re.search(r"on (http://\S+/) \(Ctrl-C stops\)", line).group(1)
+        with urllib.request.urlopen(url + "search?q=files&k=2", timeout=30) as response:
+            assert response.status == 200 and json.load(response)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.001)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert out == "clirplug serve: stopped\n"

@@ -11,13 +11,15 @@ import re
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import QRELS, run_cli, snapshot
+from conftest import OLD, QRELS, run_cli, snapshot
 
 pytestmark = pytest.mark.cli
 
 TIMEOUT = 120  # seconds; the commands below take one or two
+REPO = Path(__file__).resolve().parents[2]
 FUSE = ["fuse", "--runs", "a.trec", "b.trec"]
 TUNED = ["--tune-on", "qrels.txt"]
 TRANSLATE = ["translate", "--model", "model", "--input", "topics.jsonl", "--format", "tsv", "--no-cache", "--quiet"]
@@ -110,4 +112,21 @@ def test_a_refused_command_creates_no_folder(workspace):
     before = snapshot(workspace)
     refused(clirplug(workspace, *FUSE, "--depth", "0", "--output", "runs/new/fused.trec"),
             "--depth must be at least 1, got 0")
+    assert snapshot(workspace) == before
+
+
+@pytest.mark.parametrize("command", [["experiment", str(REPO / "clirplug" / "data" / "demo.yaml")], ["demo"]],
+                         ids=["experiment", "demo"])
+@pytest.mark.parametrize("make, kind", [
+    (lambda lock: (lock.mkdir(), (lock / "x").write_text(OLD)), "a folder"),
+    (os.mkfifo, r"a FIFO \(named pipe\)"),
+    (lambda lock: lock.symlink_to("elsewhere"), "a symbolic link"),
+], ids=["a folder", "a FIFO", "a dangling link"])
+def test_a_root_lock_that_is_not_a_file_is_refused(workspace, command, make, kind):
+    """``ROOT/.clirplug.lock`` a folder (IsADirectoryError before), a FIFO or a link: one line, nothing changed."""
+    (workspace / "root").mkdir()
+    make(workspace / "root" / ".clirplug.lock")
+    before = snapshot(workspace)
+    refused(clirplug(workspace, *command, "--root", "root", "--quiet"),
+            rf"{re.escape(str(workspace))}/root/\.clirplug\.lock: is {kind}, not the root's lock file; remove it")
     assert snapshot(workspace) == before

@@ -181,8 +181,9 @@ def test_a_searcher_shows_the_translations_of_those_it_is_built_on(model):
     translating = Translating()
     translating.model = model
     assert Fixed().query_translation("Dateien kopieren") == {}
-    assert translating.query_translation("Dateien kopieren") == {"best": "copy files"}
-    assert clirplug.FusionSearcher([Fixed(), translating]).query_translation("Dateien kopieren") == {"best": "copy files"}
+    shown = {"best": "copy files", "untranslated": []}  # every source word translated
+    assert translating.query_translation("Dateien kopieren") == shown
+    assert clirplug.FusionSearcher([Fixed(), translating]).query_translation("Dateien kopieren") == shown
 
 
 def test_searchers_are_built_by_method_name_through_the_registry(monkeypatch):
@@ -195,7 +196,9 @@ def test_searchers_are_built_by_method_name_through_the_registry(monkeypatch):
             made.append(index)
 
     monkeypatch.setattr("clirplug.lucene.search.Bm25Searcher", Engine)
-    assert isinstance(clirplug.searcher("bm25", index="index", k1=1.2), clirplug.LuceneSearcher) and made == ["index"]
+    built = clirplug.searcher("bm25", index="index", k1=1.2)
+    assert isinstance(built, clirplug.LuceneSearcher) and made == []  # the index is opened on first search
+    assert built.searcher is built.searcher and made == ["index"]
     options = {"bowfd": {"first_stage": "dt"}, "fusion": {"searchers": ["bowfd", "dense", "dt"]}}
     assert system("fusion", options) == ["dt", "bowfd", "dense", "fusion"]
     assert needs("fusion", options) == {"index", "model", "corpus", "first_stage", "searchers"}
@@ -213,7 +216,8 @@ def test_searchers_are_built_by_method_name_through_the_registry(monkeypatch):
             call()
     bm25 = compose("fusion", {"fusion": {"searchers": ["bm25"], "kappa": None}, "bm25": {"k1": 1.5}}, index="ix",
                    model="unused")
-    assert isinstance(bm25, clirplug.FusionSearcher) and bm25.searchers[0].bm25.k1 == 1.5 and made[-1] == "ix"
+    assert isinstance(bm25, clirplug.FusionSearcher) and bm25.searchers[0].bm25.k1 == 1.5
+    assert bm25.searchers[0].searcher and made[-1] == "ix"
 
 
 def test_bm25_searchers_take_pyserini_s_k1_and_b_or_one_bm25run(monkeypatch):
@@ -228,7 +232,10 @@ def test_bm25_searchers_take_pyserini_s_k1_and_b_or_one_bm25run(monkeypatch):
                  clirplug.LuceneSearcher("index", bm25=clirplug.Bm25Run(k1=1.2))]
     assert {searcher.bm25 for searcher in searchers} == {clirplug.Bm25Run(k1=1.2, b=0.4)}
     assert pickle.loads(pickle.dumps(searchers[0])).bm25 == searchers[0].bm25
-    assert made == [("index", 1.2, 0.4)] * 4
+    assert made == []  # the index is opened on first search
+    for searcher in searchers:
+        assert searcher.searcher is searcher.searcher
+    assert made == [("index", 1.2, 0.4)] * 3
     assert clirplug.LuceneSearcher("index").bm25 == clirplug.Bm25Run()
 
 

@@ -105,20 +105,22 @@ def test_each_command_help_is_one_plain_line(command):
 
 
 def test_rerank_help_lists_every_reranker_on_one_line(capsys, monkeypatch):
-    from clirplug.cli.rerank import RERANKER_HELP, RUNNERS
+    from clirplug.cli.rerank import rerankers
 
     text = help_text(capsys, monkeypatch, "rerank")
     listing = text[text.index("rerankers (--method):"):].splitlines()[1:]
-    assert [line.split()[0] for line in listing] == list(RERANKER_HELP) == list(RUNNERS)
+    assert [line.split()[0] for line in listing] == list(rerankers()) == [
+        name for name, method in METHODS.items() if method.reranks]
     assert all(len(line) < 80 and len(line.split()) > 2 for line in listing)
 
 
 def test_search_help_lists_every_method_on_one_line(capsys, monkeypatch):
-    from clirplug.cli.search import RUNNERS, SEARCH_METHODS
+    from clirplug.cli.search import search_methods
 
     text = help_text(capsys, monkeypatch, "search")
     listing = text[text.index("methods (--method):"):].splitlines()[1:]
-    assert [line.split()[0] for line in listing] == list(SEARCH_METHODS) == list(RUNNERS)
+    assert [line.split()[0] for line in listing] == list(search_methods()) == [
+        "bm25", "dt", "dt-mira", "psq", "boost", "dense"]
     assert all(len(line) < 80 for line in listing)
 
 
@@ -171,19 +173,19 @@ def test_outputs_are_checked_before_the_command_runs(tmp_path, monkeypatch, caps
 
 # Where each setting of a method (clirplug.methods.METHODS) is given on the command
 # line: (command, flag), or None for the tuning grids, which only an experiment searches. A flag of
-# another name: dt's weights -> translate --weights, bowfd's lm -> rerank --no-lm, bowfd's depth ->
-# rerank --depth, fusion's fuser -> fuse --method.
+# another name: dt's weights -> translate --weights, fusion's fuser -> fuse --method.
 METHOD_FLAGS = {
     "bm25": {"k1": ("search", "--k1"), "b": ("search", "--b")},
     "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights")},
     "dt-mira": {"kind": ("search", "--kind")},
     "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
     "boost": {"candidates": ("rerank", "--candidates")},
-    "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "lm": ("rerank", "--no-lm"),
+    "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "lm": ("rerank", "--lm"),
               "depth": ("rerank", "--depth")},
     "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
                "measure": ("fuse", "--measure")},
-    "dense": {"words": ("search", "--words"), "grid": None},
+    "dense": {"words": ("search", "--words"), "grid": None, "search": ("search", "--search"), "m": ("search", "--m"),
+              "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search")},
 }
 # Settings classes whose every setting has the flag of the same name: (class, command)
 CLASS_FLAGS = [(BowfdConfig, "rerank"), *[(step.settings, f"train {name}") for name, step in TRAINING.items()]]
@@ -193,8 +195,7 @@ DIFFERENT = {
     ("dt", "weights"): ("bitext", None, "the experiment chooses a weights file by name; translate takes a file"),
     ("psq", "psq"): (None, "", "a mapping or the --psq string; None and '' both give PsqSettings()"),
     ("bowfd", "candidates"): ("dt", None, "an experiment names a run of its own; rerank takes a TREC file"),
-    ("bowfd", "lm"): (True, False, "rerank --no-lm is the negation of lm"),
-    ("bowfd", "depth"): (100, 1000, "rerank --depth also serves boost, which reranks to the full depth"),
+    ("bowfd", "depth"): (100, None, "rerank --depth also serves boost: None is each reranker's own default"),
     ("fusion", "fuser"): (None, "borda", "None is borda (an experiment may list fusers to choose with kappa)"),
     ("BowfdConfig", "field"): ("title", None, "rerank --field defaults to the boost model's field; bowfd reads it "
                                               "as title"),
@@ -253,11 +254,11 @@ def test_each_method_setting_has_a_flag_of_its_type_default_and_choices(method):
 
 
 def test_every_method_of_search_rerank_fuse_and_experiments_has_settings():
-    from clirplug.cli.rerank import RUNNERS as RERANKERS
-    from clirplug.cli.search import SEARCH_METHODS
+    from clirplug.cli.rerank import rerankers
+    from clirplug.cli.search import search_methods
 
     assert set(METHOD_FLAGS) == set(METHODS)
-    assert set(SEARCH_METHODS) <= set(METHOD_FLAGS) and set(RERANKERS) <= set(METHOD_FLAGS)
+    assert set(search_methods()) <= set(METHOD_FLAGS) and set(rerankers()) <= set(METHOD_FLAGS)
 
 
 @pytest.mark.parametrize("cls, command", CLASS_FLAGS, ids=[command for _, command in CLASS_FLAGS])

@@ -174,25 +174,63 @@ def test_an_import_circle_is_found():
 
 
 def _method_names(tree) -> list[tuple[int, str]]:
-    """``(line, name)`` of each string constant equal to a method's name, but the keys of dict displays (field
-    names of data: a searcher's arguments, an answer's ``psq``)."""
+    """``(line, name)`` of each method's name written in ``tree`` to dispatch on it: a string constant equal to a name
+    of ``clirplug.methods.METHODS`` that is
+
+    * matched: an operand of a comparison (``==``, ``!=``, ``in``, ``not in``) or an element of a display compared
+      with, a ``case`` pattern, or the argument of ``str.startswith``/``endswith``;
+    * tabled: a key of a dict display, or an element of a set, list or tuple display, holding two or more method
+      names (a table by method: ``{"dt": _dt, "psq": _psq}``, ``{"bm25", "dt"}``, a default list of methods).
+
+    Any other occurrence is data, not dispatch: one key naming a field (a searcher's ``bm25`` argument, an answer's
+    ``psq`` table, a sidecar's ``["psq"]``), a run tag, a docstring's example, ``--method``'s default (a choice the
+    registry checks like the user's)."""
     from clirplug.methods import METHODS
 
-    keys = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Dict) for key in node.keys if key is not None}
-    return [(node.lineno, node.value) for node in ast.walk(tree) if isinstance(node, ast.Constant)
-            and isinstance(node.value, str) and node.value.strip() in METHODS and id(node) not in keys]
+    def named(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in METHODS
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            operands += [item for operand in operands if isinstance(operand, ast.Set | ast.List | ast.Tuple)
+                         for item in operand.elts]
+            found += [operand for operand in operands if named(operand)]
+        elif isinstance(node, ast.MatchValue) and named(node.value):
+            found.append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith")):
+            found += [argument for argument in node.args if named(argument)]
+        elif isinstance(node, ast.Dict | ast.Set | ast.List | ast.Tuple):
+            items = node.keys if isinstance(node, ast.Dict) else node.elts
+            names = [item for item in items if named(item)]
+            found += names if len(names) > 1 else []
+    return sorted((node.lineno, node.value) for node in found)
+
+
+FRONT_ENDS = [PACKAGE / "cli", PACKAGE / "api.py", PACKAGE / "pyterrier.py", PACKAGE / "serve", REPO / "benchmarks"]
 
 
 def test_the_front_ends_name_no_method_but_through_the_registry():
-    """The Python API, the search service and the PyTerrier transformers build every method through its entry in
-    ``clirplug.methods.METHODS`` (STYLE.md, practice 13): none of them compares, looks up or passes a method's
-    name written in its code."""
-    fronts = [PACKAGE / "api.py", PACKAGE / "pyterrier.py", *sorted((PACKAGE / "serve").rglob("*.py"))]
+    """The command line, the Python API, the search service, the PyTerrier transformers and the benchmarks reach every
+    method through its entry in ``clirplug.methods.METHODS`` (its settings class, searcher, library function, needs,
+    whether it reranks; STYLE.md, practice 13): none matches a method's name or keeps a table by method name
+    (:func:`_method_names` says which occurrences count). ``clirplug/methods.py`` is the one table; the experiment has its
+    own rule (below: only its planners, one module per method, name methods)."""
+    fronts = [file for path in FRONT_ENDS for file in ([path] if path.is_file() else sorted(path.rglob("*.py")))]
     named = [(str(path.relative_to(REPO)), *found) for path in fronts
              for found in _method_names(ast.parse(path.read_text(encoding="utf-8")))]
     assert named == []
-    planted = 'if method == "dense":\n    searcher = SEARCHERS["psq"]\nshown = {"psq": 1}\n'
-    assert _method_names(ast.parse(planted)) == [(1, "dense"), (2, "psq")]
+
+
+def test_a_method_name_used_to_dispatch_is_found():
+    planted = ('if method == "dense":\n    searcher = SEARCHERS["psq"]\nshown = {"psq": 1}\n'
+               'RUNNERS = {"dt": 1, "psq": 2}\nNEEDS = {"bm25", "dt"}\nlisted = ("dt",)\n'
+               'match method:\n    case "boost":\n        pass\nif "x" not in ("bowfd", "y"):\n    pass\n'
+               'held = name.startswith("boost")\nparser.add_argument("--method", default="bm25")\n')
+    assert _method_names(ast.parse(planted)) == [(1, "dense"), (4, "dt"), (4, "psq"), (5, "bm25"), (5, "dt"),
+                                                 (8, "boost"), (10, "bowfd"), (12, "boost")]
 
 
 def _method_comparisons(tree) -> list[tuple[int, str]]:

@@ -9,7 +9,7 @@ import pytest
 
 from clirplug.methods import METHODS, NEEDS, RUNS, TRAINING
 
-pytestmark = pytest.mark.cli  # reads the rerank command's RUNNERS
+pytestmark = pytest.mark.cli  # reads the rerank command's methods
 # Where each setting of a method reaches its library function: the parameter of that name, another
 # parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
 # fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure,
@@ -22,7 +22,8 @@ PARAMETERS = {
     "boost": {"candidates": "candidates"},
     "bowfd": {"candidates": "candidates", "kind": "kind", "lm": "lm", "depth": "depth"},
     "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None},
-    "dense": {"words": "words", "grid": None},
+    "dense": {"words": "words", "grid": None, "search": "search", "m": "m", "ef_construction": "ef_construction",
+              "ef_search": "ef_search"},
 }
 # the parameters taking a library settings object, and its class
 SETTINGS_PARAMETERS = {("psq", "settings"): "PsqSettings", ("bowfd", "config"): "BowfdConfig"}
@@ -65,9 +66,9 @@ def test_each_training_function_takes_its_settings_class(step):
 
 
 def test_the_rerank_command_s_methods_are_rerankers_of_candidates():
-    from clirplug.cli.rerank import RUNNERS
+    from clirplug.cli.rerank import rerankers
 
-    for method in RUNNERS:
+    for method in rerankers():
         assert list(inspect.signature(RUNS[method].function()).parameters)[:2] == ["topics", "candidates"], method
 
 
@@ -88,6 +89,22 @@ def test_one_table_holds_every_method_and_runs_those_of_experiments():
     assert list(RUNS) == [name for name, entry in METHODS.items() if entry.experiment]
     assert set(METHODS) - set(RUNS) == {"bm25"}
     assert all(entry.help and len(entry.help) < 70 for entry in METHODS.values())
+
+
+def test_bowfd_s_default_depth_is_one_definition():
+    """The experiment's entry, the training, the searcher (the API, the service, PyTerrier) and the library function
+    (``clirplug rerank``, whose ``--depth`` and ``serve``'s default to the method's own) rerank the same depth."""
+    from clirplug import api
+    from clirplug.cli import build_parser
+    from clirplug.rerank import bowfd
+    from clirplug.rerank.config import DEFAULT_DEPTH
+    from clirplug.train.bowfd import BowfdSettings
+
+    assert METHODS["bowfd"].settings().depth == BowfdSettings().depth == DEFAULT_DEPTH
+    for function in (api.BowfdSearcher, bowfd.rerank_run):
+        assert inspect.signature(function).parameters["depth"].default == DEFAULT_DEPTH
+    for command in (["rerank", "--method", "bowfd", "--model", "m", "--topics", "t", "--output", "r"], ["serve"]):
+        assert build_parser().parse_args(command).depth is None
 
 
 def test_the_experiment_s_models_are_trained_by_the_steps_of_clirplug_train():

@@ -31,11 +31,13 @@ def test_each_method_s_options_come_from_its_flags():
     from clirplug.cli.serve import searcher_options
 
     args = build_parser().parse_args(["serve", "--index", "i", "--method", "fusion", "--fuse", "dt, dense",
-                                      "--kappa", "0.3", "--fuser", "rrf", "--words", "16", "--depth", "50"])
+                                      "--kappa", "0.3", "--fuser", "rrf", "--words", "16", "--depth", "50",
+                                      "--search", "hnsw", "--ef-search", "200"])
     options = searcher_options(args)
     assert options["fusion"] == {"searchers": ["dt", "dense"], "method": "rrf", "kappa": 0.3}
-    assert options["dense"] == {"words": 16} and options["boost"] == {"depth": 50}
-    assert options["bowfd"]["first_stage"] == "dt" and options["dt"]["bm25"].k1 == 0.9
+    assert options["dense"] == {"words": 16, "search": "hnsw", "m": 16, "ef_construction": 100,
+                                  "ef_search": 200} and options["boost"] == {"depth": 50}
+    assert options["bowfd"]["first_stage"] == "dt" and options["dt"]["k1"] == 0.9
     args = build_parser().parse_args(["serve", "--index", "i", "--method", "boost", "--first-stage", "psq"])
     assert searcher_options(args)["boost"]["first_stage"] == searcher_options(args)["bowfd"]["first_stage"] == "psq"
 

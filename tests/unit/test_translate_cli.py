@@ -2,6 +2,7 @@
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -153,7 +154,7 @@ def test_unique_nbest_reads_past_the_spurious_derivations(spurious):
     assert {t.words for t in plain} == {("a",) * 8}  # the 3 best derivations: one string
     capped = translator.decoder.translate(tokens, 3, unique=True)  # cdec's cap: 20 n derivations read
     assert len(capped) < 3
-    found = unique_translations(translator.forest(tokens), translator.weights, 3)
+    found = unique_translations(translator.forest(tokens), translator.weights, 3, sys.maxsize)  # no limit
     exhaustive = _exhaustive_unique(translator, tokens)
     assert [(t.words, t.score) for t in found] == [(w, pytest.approx(s)) for w, s in exhaustive[:3]]
 
@@ -163,7 +164,7 @@ def test_unique_nbest_is_the_best_derivation_of_each_distinct_string(model, toke
     translator = Translator(model, cache=False)
     exhaustive = _exhaustive_unique(translator, tokens)
     for n in (1, 5, len(exhaustive), len(exhaustive) + 3):  # more than the forest has: all of them
-        found = unique_translations(translator.forest(tokens), translator.weights, n)
+        found = unique_translations(translator.forest(tokens), translator.weights, n, sys.maxsize)
         assert len({t.words for t in found}) == len(found) == min(n, len(exhaustive))
         assert [(t.words, t.score) for t in found] == [(w, pytest.approx(s)) for w, s in exhaustive[:n]]
 

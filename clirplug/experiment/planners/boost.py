@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clirplug.errors import ClirplugError
 from clirplug.experiment.kinds import Context, stage_kind, stdout_to_log, write_run_with_sidecar
-from clirplug.experiment.plan import Plan, Stage, run_file
+from clirplug.experiment.plan import Plan, Stage
 from clirplug.experiment.systems import corpus_entry, describes
 from clirplug.system_file import relative, system_path
 
@@ -12,6 +12,7 @@ from clirplug.system_file import relative, system_path
 def plan_boost(plan: Plan, spec, splits) -> None:
     """Boosting: train on the tune split per field, then score (or rerank ``candidates``) each split."""
     c, s = plan.config, spec.settings
+    corpus = plan.corpus()  # the model is trained on the pages (the qrels judge pages), scores what is searched
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (boosting trains on it)")
@@ -25,13 +26,14 @@ def plan_boost(plan: Plan, spec, splits) -> None:
                                inputs=(c.collection.topics(c.tune_split), tune_qrels, c.collection.corpus),
                                outputs=(model,)))
         for split in splits:
-            deps, inputs_from = [train], [model]
+            deps, inputs_from = [train, *corpus.deps], [model]
             if s.candidates:
                 plan.runs_of(s.candidates, [split])
-                deps.append(plan.run_stages[(s.candidates, split, fld)])
-                inputs_from.append(run_file(c, split, fld, s.candidates))
+                candidates, candidates_file = plan.ranking(s.candidates, split, fld)
+                deps.append(candidates)
+                inputs_from.append(candidates_file)
             plan.run_stage({"name": spec.name, "method": "boost", "split": split, "field": fld}, "boost",
-                           {"corpus": str(c.collection.corpus), "candidates": s.candidates},
+                           {"corpus": str(corpus.path), "candidates": s.candidates},
                            inputs=(c.collection.topics(split),), deps=tuple(deps), inputs_from=tuple(inputs_from))
 
 

@@ -15,6 +15,9 @@ def plan_bowfd(plan: Plan, spec, splits) -> None:
     With cross-fitting, the training forests of each fold's topics come from that fold's model.
     """
     c, s, training = plan.config, spec.settings, spec.training
+    if c.collection.passages is not None:
+        raise ClirplugError(f"{c.source}: runs.{spec.name}: BOW-FD does not run on a passage collection "
+                            "(collection.passages): its weights are learned from page-judged candidates")
     options = {key: value for key, value in spec.options.items() if key not in ("ltr", "lex")}  # the reranker's
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():

@@ -33,9 +33,11 @@ def plan_dense(plan: Plan, spec, splits) -> None:
 
     c, s = plan.config, spec.settings
     grid = _dense_grid(str(c.source), spec.name, s)
+    corpus = plan.corpus()  # the vector folders are keyed by the pages' digest (passages: beside the passages' index)
     folders = tuple(cache_folder(c.index_dir, c.collection.corpus, words) for words in grid)
     embeds = tuple(plan.add(Stage(f"dense-embed.w{words}", "dense-embed", {"model": model_id(), "words": words},
-                                  inputs=(c.collection.corpus,), outputs=(folder,)))
+                                  inputs=corpus.inputs, deps=corpus.deps, outputs=(folder,),
+                                  inputs_from=corpus.inputs_from))
                    for words, folder in zip(grid, folders))
     for fld in c.fields:
         settings = {"model": model_id(), "words": grid[0], "tuned": False}
@@ -46,7 +48,7 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                 raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
             tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
                                   {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
-                                   "measure": "MAP", "hits": c.hits},
+                                   "measure": "MAP", **plan.search_hits()},
                                   inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
                                   outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
                                            c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
@@ -74,7 +76,8 @@ def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
     """The collection's e5 document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
     from clirplug.dense import embed_corpus
 
-    embed_corpus(stage.inputs[0], stage.outputs[0], stage.settings["words"], _dense_model(ctx), progress=ctx.progress)
+    corpus = (stage.inputs or stage.inputs_from)[0]  # the collection's pages, or the passages stage's file
+    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], _dense_model(ctx), progress=ctx.progress)
     return {}
 
 
@@ -116,7 +119,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
 
     searchers = {words: _dense_searcher(ctx, folder) for words, folder in zip(s["grid"], stage.inputs_from)}
     best, values = choose_words(searchers, queries, read_qrels(qrels), hits=s["hits"], measure=s["measure"],
-                                timed=timed, log=log)
+                                timed=timed, log=log, max_passage_hits=s.get("max_passage_hits"))
     with atomic_open(stage.outputs[0]) as handle:
         json.dump({"words": best, "folder": str(stage.inputs_from[s["grid"].index(best)]), "measure": s["measure"],
                    "value": values[best], "split": s["split"],

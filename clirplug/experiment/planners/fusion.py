@@ -45,7 +45,8 @@ def plan_fusion(plan: Plan, spec, splits) -> None:
             deps = (tune.name, *(plan.run_stages[(other, split, fld)] for other in s.runs))
             plan.run_stage({"name": spec.name, "method": "fusion", "split": split, "field": fld}, "fusion",
                            {"runs": list(s.runs)}, deps=deps,
-                           inputs_from=(tune.outputs[-1], *(run_file(c, split, fld, other) for other in s.runs)))
+                           inputs_from=(tune.outputs[-1], *(run_file(c, split, fld, other) for other in s.runs)),
+                           fuses_pages=True)
 
 
 @describes("fusion")

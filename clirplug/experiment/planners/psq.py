@@ -37,7 +37,7 @@ def plan_psq(plan: Plan, spec, splits) -> None:
             tune = Stage(f"tune.{spec.name}.{fld}", "psq-tune",
                          {**bm25_settings(c), "run": spec.name, "field": fld, "split": c.tune_split,
                           "psq": start.spec(), "grid": axes,
-                          "kind": s.kind, "lang": c.collection.lang, "measure": "MAP", "hits": c.hits,
+                          "kind": s.kind, "lang": c.collection.lang, "measure": "MAP", **plan.search_hits(),
                           "parts": [{"split": p.name, "topics": str(p.topics), "model": str(p.model_dir)} for p in parts]},
                          inputs=(qrels, *(i for p in parts for i in p.inputs)),
                          deps=tuple(dict.fromkeys(d for p in parts for d in model_deps(p))),
@@ -92,6 +92,7 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.atomic import atomic_open
     from clirplug.eval.measures import evaluate
     from clirplug.io.qrels import read_qrels
+    from clirplug.passages import max_passage
     from clirplug.qt.psq_tables import PsqSettings
     from clirplug.qt.psq_tune import coordinate_search, run_settings
 
@@ -104,6 +105,8 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     def measure(settings):
         run = pd.concat([run_settings(scorer, b, s["field"], settings, hits=s["hits"]) for b in builders],
                         ignore_index=True)
+        if "max_passage_hits" in s:  # a passage collection: the pages by their best passage
+            run = max_passage(run, s["max_passage_hits"])
         value = float(evaluate(qrels, {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: {s['measure']} {value:.4f} {settings.spec()}", file=sys.stderr, flush=True)
