@@ -8,7 +8,7 @@ that makes its run (a search, a reranking or a fusion: :meth:`Method.function`),
 from here), what that searcher needs (:data:`NEEDS`), whether it reranks, the experiment's planner of
 its ``runs:`` entries (:meth:`Method.planner_function`; the experiment finds a run's planner only here),
 and, for methods that train on the tune split, their training step, whose options the entry may also set.
-:data:`RUNS` holds the methods an experiment's ``runs:`` may name (all but ``bm25`` and ``dt-mira``).
+:data:`RUNS` holds the methods an experiment's ``runs:`` may name (all but ``bm25``).
 ``TRAINING`` maps each step of ``clirplug train`` (and of an experiment's ``models:``) to its
 settings class, function and the steps it reads. The command line builds its flags from the same classes
 (:func:`clirplug.cli.options.add_settings`; ``tests/unit/test_cli_options.py`` checks the flags it
@@ -68,7 +68,8 @@ class DtRun(Settings):
 @dataclass(frozen=True)
 class DtMiraRun(Settings):
     """``dt-mira``: DT whose 1-best is the MIRA-reranked best of the decoder's n-best list (weights from
-    ``clirplug train mira``, trained on n-best lists of this grammar)."""
+    ``clirplug train mira``, trained on n-best lists of this grammar; an experiment's entry also takes its training
+    options, :class:`MiraSettings`, the C grid among them, but BM25's, which are the experiment's ``bm25:``)."""
 
     kind: str = GRAMMAR
 
@@ -237,8 +238,9 @@ METHODS: dict[str, Method] = {
                  "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS,
                  planner="clirplug.experiment.planners.dt:plan_dt"),
     "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
-                      "DT with the 1-best chosen from the n-best list by MIRA weights", experiment=False,
-                      flags={"mira": "mira", **DT_FLAGS}),
+                      "DT with the 1-best chosen from the n-best list by MIRA weights",
+                      flags={"mira": "mira", **DT_FLAGS}, training=TRAINING["mira"], fixed=("k1", "b"),
+                      planner="clirplug.experiment.planners.mira:plan_dt_mira"),
     "psq": Method(PsqRun, "clirplug.qt.psq:psq_run", "clirplug.api:PsqSearcher", ("index", "model"),
                   "probabilistic structured queries of the model's tables",
                   flags={"settings": "psq", "table": "table", "field": "field", "src_lang": "src_lang", **BM25_FLAGS},
@@ -264,8 +266,7 @@ METHODS: dict[str, Method] = {
                            "ef_construction": "ef_construction", "ef_search": "ef_search"},
                     planner="clirplug.experiment.planners.dense:plan_dense"),
 }
-# The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline,
-# and runs no dt-mira.
+# The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline.
 RUNS: dict[str, Method] = {name: method for name, method in METHODS.items() if method.experiment}
 
 

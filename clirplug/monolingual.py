@@ -1,4 +1,5 @@
-"""The monolingual ceiling: query with the English mate's own title (the relevance-2 document)."""
+"""The monolingual ceiling: query with the English mate's own title (the relevance-2 document); for desc queries,
+with its desc opening (:func:`clirplug.mt.queries.mate_desc_queries`)."""
 
 from clirplug.corpus import read_corpus
 from clirplug.errors import ClirplugError

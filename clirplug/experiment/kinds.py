@@ -5,7 +5,7 @@
 stage's cache key (bump it when its output changes). Stage functions are thin: they call the library functions
 the command line and :mod:`clirplug.api` call with settings from the config, loaded objects kept in the
 :class:`Context`, and write files atomically. This module holds the kinds every experiment has (the index,
-training steps, folds, the floor and the ceiling, joined runs, the translation outputs); each method's own kinds
+training steps, folds, the floor and the ceilings, joined runs, the translation outputs); each method's own kinds
 are in its planner's module (:mod:`clirplug.experiment.planners`).
 """
 
@@ -196,6 +196,19 @@ def ceiling_stage(stage: Stage, ctx: Context) -> dict:
     from clirplug.monolingual import mate_title_queries
 
     return bm25_stage(ctx, stage, mate_title_queries(read_qrels(stage.inputs[0]), stage.inputs[1]))
+
+
+@stage_kind("ceiling-desc")
+def ceiling_desc_stage(stage: Stage, ctx: Context) -> dict:
+    """BM25 with the English mate's desc opening, or its title where the bitext aligns none
+    (:func:`clirplug.mt.queries.mate_desc_queries`)."""
+    from clirplug.io.qrels import read_qrels
+    from clirplug.io.topics import read_topics
+    from clirplug.mt.queries import mate_desc_queries
+
+    qrels, corpus, topics, *bitext = stage.inputs
+    queries, openings = mate_desc_queries(read_topics(topics), read_qrels(qrels), corpus, bitext)
+    return {**bm25_stage(ctx, stage, queries), "desc_openings": openings, "mate_titles": len(queries) - openings}
 
 
 @stage_kind("folds")

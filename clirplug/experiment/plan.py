@@ -3,7 +3,7 @@
 A :class:`Stage` declares everything its outputs depend on: external input files (hashed by content), the
 stages it reads from (``deps``, by their cache keys) and its settings; its kind names the function that runs
 it (:mod:`clirplug.experiment.kinds`). :func:`build_plan` plans the stages every experiment shares (the index,
-the models of ``models:``, the floor and the ceiling, the translation outputs) and, for each entry of
+the models of ``models:``, the floor and the ceilings, the translation outputs) and, for each entry of
 ``runs:``, calls its method's planner (:meth:`clirplug.methods.Method.planner_function`, a module of
 :mod:`clirplug.experiment.planners`), which adds the method's stages with the :class:`Plan`'s helpers.
 
@@ -381,13 +381,20 @@ def plan_floor(plan: Plan, splits) -> None:
 
 
 def plan_ceiling(plan: Plan, splits) -> None:
-    """The monolingual ceiling: BM25 with the English mate's title (splits with qrels)."""
+    """The monolingual ceiling: BM25 with the English mate's title (splits with qrels); for desc queries, where
+    the split's bitext names the pages of its lines, with the mate's desc opening (a like-for-like query)."""
     c = plan.config
+    coll = c.collection
     index = plan.index()
     for split in splits:
-        if c.collection.qrels(split).is_file():
+        if coll.qrels(split).is_file():
             plan.run_stage({"name": "ceiling", "method": "ceiling", "split": split, "field": "title"}, "ceiling",
-                           bm25_settings(c), inputs=(c.collection.qrels(split), c.collection.corpus), deps=(index,))
+                           bm25_settings(c), inputs=(coll.qrels(split), coll.corpus), deps=(index,))
+            bitext = tuple(coll.bitext(split, what) for what in (coll.lang, coll.doc_lang, "ids"))
+            if "desc" in c.fields and all(path.is_file() for path in bitext):
+                plan.run_stage({"name": "ceiling", "method": "ceiling", "split": split, "field": "desc"},
+                               "ceiling-desc", bm25_settings(c),
+                               inputs=(coll.qrels(split), coll.corpus, coll.topics(split), *bitext), deps=(index,))
 
 
 def plan_translations(plan: Plan) -> None:

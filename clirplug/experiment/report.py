@@ -8,12 +8,12 @@ Holm's adjustment (:func:`clirplug.eval.significance.holm`) over the runs tested
 baseline on each measure; wins, ties and losses count the topics against the baseline. The
 tables follow the papers (:data:`TABLES`): Table 1 of Hieber & Riezler (2015) (DT, PSQ, BOW-FD)
 and their Table 2 (without the LM), Table 2 of Sokolov et al. (2013) (DT, PSQ, boosting) and their
-Table 3 (fusions), plus the dense retrieval baseline (no translation), each between the floor
-(untranslated queries) and the monolingual ceiling (the English mate's title), title and desc side
-by side. Each table is one :class:`clirplug.experiment.tables.Table`, rendered to Markdown and to
-LaTeX (booktabs). ``report.json`` holds one record per run, per translation output and per stage,
-so that every number can be recomputed from the files; :mod:`clirplug.experiment.figures` draws
-the figures.
+Table 3 (fusions), DT beside its MIRA-reranked n-best lists (Nikoulina et al. 2012), plus the dense retrieval
+baseline (no translation), each between the floor (untranslated queries) and the monolingual ceiling (the English
+mate's title; for desc queries its desc opening, where the split's bitext aligns it), title and desc side by side.
+Each table is one :class:`clirplug.experiment.tables.Table`, rendered to Markdown and to LaTeX (booktabs).
+``report.json`` holds one record per run, per translation output and per stage, so that every number can be
+recomputed from the files; :mod:`clirplug.experiment.figures` draws the figures.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from clirplug.methods import METHODS
 #                 methods of which one must be present for the table to be shown)
 TABLES = {
     "query translation (Hieber & Riezler 2015, Table 1)": (("dt", "psq", "bowfd"), ("dt", "psq", "bowfd")),
+    # DT runs (query-genre weights among them: method dt) beside the MIRA-reranked n-best lists
+    "query translation adapted for retrieval (Nikoulina et al. 2012)": (("dt", "dt-mira"), ("dt-mira",)),
     # bowfd runs with ``lm: false`` carry the method name bowfd-nolm
     "without the language model (Hieber & Riezler 2015, Table 2)": (("dt", "psq", "bowfd", "bowfd-nolm"),
                                                                      ("bowfd-nolm",)),
@@ -43,7 +45,7 @@ TABLES = {
 }
 # the methods that fuse runs: the report tests each fusion against its input runs
 FUSING = tuple(name for name, method in METHODS.items() if "searchers" in method.needs)
-CEILING_FIELD = "title"  # the ceiling's queries are the mates' titles, for both query fields
+CEILING_FIELD = "title"  # the ceiling of a field without its own (desc, where the split's bitext names no pages)
 TIE = 1e-9  # per-topic values closer than this to the baseline's are a tie
 PACKAGE = Path(__file__).resolve().parents[1]  # the clirplug package, home of the demo's config and collection
 
@@ -118,12 +120,13 @@ def score_runs(config, run_stages):
         if not qrels_path.is_file():
             continue  # runs written, not scored
         qrels = read_qrels(qrels_path)
-        ceiling = [s for s in run_stages if s.run["split"] == split and s.run["method"] == "ceiling"]
-        ceiling_values = {}
-        if ceiling:
-            result = evaluate(qrels, {"ceiling": read_run(ceiling[0].outputs[0])}, list(config.measures))
-            ceiling_values = dict(zip(result["measure"], result["value"]))
+        ceilings = {s.run["field"]: s for s in run_stages if s.run["split"] == split and s.run["method"] == "ceiling"}
         for fld in config.fields:
+            ceiling = ceilings.get(fld, ceilings.get(CEILING_FIELD))
+            ceiling_values = {}
+            if ceiling:
+                result = evaluate(qrels, {"ceiling": read_run(ceiling.outputs[0])}, list(config.measures))
+                ceiling_values = dict(zip(result["measure"], result["value"]))
             stages = [s for s in run_stages if s.run["split"] == split and s.run["field"] == fld]
             if not stages:
                 continue
@@ -131,7 +134,7 @@ def score_runs(config, run_stages):
             methods = {s.run["name"]: s.run["method"] for s in stages}
             inputs = {s.run["name"]: s.settings["runs"] for s in stages if s.run["method"] in FUSING}
             if ceiling and "ceiling" not in runs:
-                runs["ceiling"], methods["ceiling"] = read_run(ceiling[0].outputs[0]), "ceiling"
+                runs["ceiling"], methods["ceiling"] = read_run(ceiling.outputs[0]), "ceiling"
             result = evaluate(qrels, runs, list(config.measures), per_query=True)
             per_query = result[result["qid"] != ALL].pivot_table(index="qid", columns=["run", "measure"],
                                                                  values="value", sort=True)
@@ -326,8 +329,10 @@ def report_stage(stage: Stage, ctx) -> dict:
               f"`{MARKER}{HOLM_MARKER}` when they still do after Holm's adjustment over the runs of the table's "
               f"split and field tested on the same measure (`p_holm` in `report.csv`). W/T/L: the topics where "
               f"the run's {measures[0]} is above, within {TIE:g} of (a tie), below the baseline's. The share of "
-              f"the ceiling divides {measures[0]} by the monolingual ceiling's (BM25 with the English mate's "
-              f"title) of the same split.")
+              f"the ceiling divides {measures[0]} by the monolingual ceiling's of the same split and field: BM25 "
+              f"with the English mate's title, and for desc queries, where the split's bitext names the pages of "
+              f"its lines, with the mate's desc opening (the English side of the desc's opening bitext line; the "
+              f"mate's title where the bitext aligns none).")
     md = [f"# Experiment {config.name}", "", about, "", legend, ""]
     recommended = (records.get("systems") or {}).get("metrics", {}).get("recommended", {})
     md[2:2] = _recommended_table(recommended, scores, measures, config.splits)
@@ -340,8 +345,9 @@ def report_stage(stage: Stage, ctx) -> dict:
     stems = _figure_stems(config, [ctx.plan_stages[name] for name in stage.deps]) if stage.settings["figures"] else {}
     if stems:
         run_files = {(s.run["split"], s.run["field"], s.run["name"]): s.outputs[0] for s in run_stages}
-        run_files |= {(split, fld, "ceiling"): path for (split, _, run), path in list(run_files.items())
-                      if run == "ceiling" for fld in config.fields}
+        run_files |= {(split, fld, "ceiling"): path for (split, own, run), path in list(run_files.items())
+                      if run == "ceiling" and own == CEILING_FIELD for fld in config.fields
+                      if (split, fld, "ceiling") not in run_files}
         draw_figures(config, stems, scores, per_split, run_stages, run_files, ctx.plan_stages)
         md += ["## Figures", "", "Each as PNG (shown) and PDF beside it, in `figures/`.", ""]
         md += [f"![{stem.name}]({_rel(figures.paths(stem)[0], base)})" for stem in stems.values()]

@@ -8,8 +8,9 @@ runs joined from cross-fitted parts (each part has its own model).
 The recommended system of a field has the best MAP on the tune split's runs (cross-fitted: the tune topics
 translated by models that never saw them), among the systems whose tune-split run exists (a fusion's: its inputs'
 tune runs fused with its tuned method and kappa) and that learn nothing from the tune split's qrels (no boosting,
-no BOW-FD, whose tune-split runs score their own training topics); ties (at the report's 4 decimals) go to the cheaper system:
-fewer searchers, then fewer rerankers. It is written as ``recommended.<field>.json``, a system file.
+no BOW-FD, whose tune-split runs score their own training topics; a cross-fitted DT-MIRA's do not: each fold's is
+reranked by weights trained on the other folds); ties (at the report's 4 decimals) go to the cheaper system: fewer
+searchers, then fewer rerankers. It is written as ``recommended.<field>.json``, a system file.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def add_systems_stage(plan) -> str:
     Its settings list the run stages given a system (of the reported splits, but the ceiling and joined runs, and
     built on runs given one) and, per field, the runs compared for the recommendation: those of the first reported
     split with a tune-split run, or fusing runs that have one, but those built on a method that trains on the tune
-    split (boosting, BOW-FD: their tune-split runs score the topics they learned from).
+    split (boosting, BOW-FD: their tune-split runs score the topics they learned from) unless its run stages say
+    ``held_out_on_tune`` (cross-fitted DT-MIRA: each fold's run reranked by weights trained on the other folds).
     """
     c = plan.config
     by_file = {stage.outputs[0]: stage for stage in plan.stages.values() if ranks_pages(stage)}
@@ -95,7 +97,8 @@ def add_systems_stage(plan) -> str:
         return stage.written_run["split"] in c.splits and stage.kind in DESCRIBERS and all(map(with_system, inputs(stage)))
 
     def trained(stage: Stage) -> bool:  # learned from the tune split's qrels: in-sample there
-        return getattr(_method(c, stage), "training", None) is not None or any(map(trained, inputs(stage)))
+        learns = getattr(_method(c, stage), "training", None) is not None and not stage.settings.get("held_out_on_tune")
+        return learns or any(map(trained, inputs(stage)))
 
     def fuses(stage: Stage) -> bool:  # compared by its inputs' tune-split runs fused
         return "searchers" in getattr(_method(c, stage), "needs", ())

@@ -13,6 +13,7 @@ from topics whose id names their English mate (the document with the same id):
     occurs in the desc or begins with the whole desc (:func:`opening_line`), German side and
     English side as they are. Topics with no such line are skipped.
 
+The target sides of the desc pairs are also the monolingual ceiling's desc queries (:func:`mate_desc_queries`).
 All text is whitespace-normalised (one line each); ``docs/models.md`` describes the use.
 """
 
@@ -25,7 +26,7 @@ from clirplug.atomic import atomic_open
 from clirplug.crossfit import read_ids
 from clirplug.errors import ClirplugError
 from clirplug.io.text import read_lines
-from clirplug.monolingual import mate_titles
+from clirplug.monolingual import mate_title_queries, mate_titles
 
 FIELDS = ("title", "desc")
 
@@ -115,3 +116,17 @@ def write_parallel(pairs: Iterable[tuple[str, str]], src_path, tgt_path) -> None
     with atomic_open(src_path) as src, atomic_open(tgt_path) as tgt:
         src.writelines(f + "\n" for f, _ in pairs)
         tgt.writelines(e + "\n" for _, e in pairs)
+
+
+def mate_desc_queries(topics, qrels, corpus, bitext) -> tuple[dict[str, str], int]:
+    """``qid -> English desc query`` of each query with a mate, and how many are desc openings.
+
+    The query is the mate's desc opening as aligned in ``bitext`` (the paths ``(src, tgt, ids)`` of the split's
+    bitext with its page ids): the English side of the topic's desc opening line, the target query of a parallel
+    desc query (:func:`parallel_queries`); a topic whose page the bitext does not align (a bitext holding only part
+    of the split's pages) keeps its mate's title (:func:`clirplug.monolingual.mate_title_queries`), so that every
+    query with a mate has one. The experiment's desc ceiling searches them.
+    """
+    queries = mate_title_queries(qrels, corpus)
+    openings = parallel_queries([t for t in topics if t.id in queries], "desc", bitext=bitext)
+    return {qid: openings[qid][1] if qid in openings else title for qid, title in queries.items()}, len(openings)

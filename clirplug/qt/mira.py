@@ -415,39 +415,81 @@ def train(topics, qrels, translator, searcher, index=None, field: str = "title",
     retrieval features are used). With ``searches_path`` the AP of every query searched is kept
     there and reused (:func:`read_searches`): features are always recomputed, searches never twice.
     """
+    return train_parts([(topics, translator)], qrels, searcher, index, field, nbest, grid, epochs, folds, seed,
+                       stopwords, hits, progress, searches_path)[0]
+
+
+def train_parts(parts, qrels, searcher, index=None, field: str = "title", nbest: int = MIRA_NBEST,
+                grid: Sequence[float] = MIRA_C_GRID, epochs: int = MIRA_EPOCHS, folds: int = MIRA_FOLDS,
+                seed: int = 0, stopwords: Iterable[str] = (), hits: int = 1000, progress: bool = True,
+                searches_path=None, held_out: bool = False) -> tuple[MiraModel, list[MiraModel]]:
+    """:func:`train` on the n-best lists of several parts, each ``(topics, translator)``: cross-fitting, where each
+    fold's topics are decoded by the model trained without their pages.
+
+    The translators must decode with the same weights (a fold's model keeps the final model's), MIRA's start.
+    Returns the model trained on every part's instances and, with ``held_out``, per part the model trained on
+    the other parts' only (that part's own run is then scored by weights that never saw its topics' qrels).
+    """
     stopwords = list(stopwords)
+    translators = [translator for _, translator in parts]
+    if any(t.weights != translators[0].weights for t in translators[1:]):
+        raise ClirplugError("the models of the parts decode with different weights; MIRA starts from one decoder's")
     searches, key = {}, None
     if searches_path is not None:
         key = searches_key(qrels, searcher, hits)
         searches = read_searches(searches_path, key)
     known = sum(map(len, searches.values()))
+    names, raws, stats = set(), [], {}
     try:
-        names, raw, stats = build_instances(topics, field, translator, searcher, qrels, index, nbest, stopwords,
-                                            hits, progress, searches)
+        for topics, translator in parts:
+            part_names, raw, part_stats = build_instances(topics, field, translator, searcher, qrels, index, nbest,
+                                                          stopwords, hits, progress, searches)
+            names.update(part_names)
+            raws.append(raw)
+            stats = {name: stats.get(name, 0) + count for name, count in part_stats.items()}
     finally:  # an interrupted build keeps the searches it ran
         if searches_path is not None and sum(map(len, searches.values())) > known:
             write_searches(searches_path, key, searches)
-    if not raw:
+    names = sorted(names)
+    instances = [[Instance(qid, feature_matrix(dicts, names), ap) for qid, dicts, ap in raw] for raw in raws]
+    initial = np.array([translators[0].weights.get(name, 0.0) for name in names])
+    settings = {"kind": translators[0].kind, "nbest": nbest, "field": field, "C": None, "epochs": epochs, "folds": folds,
+                "seed": seed, "pop_limit": translators[0].pop_limit, "hits": hits, "stopwords": sorted(stopwords)}
+    if len(parts) > 1:
+        stats["parts"] = len(parts)
+    model = fit([inst for part in instances for inst in part], names, initial, grid, settings, stats)
+    if not held_out:
+        return model, []
+    others = []
+    for k in range(len(parts)):
+        rest = [inst for m, part in enumerate(instances) if m != k for inst in part]
+        others.append(fit(rest, names, initial, grid, settings, {"held_out_part": k, "instances": len(rest)}))
+    return model, others
+
+
+def fit(instances: Sequence[Instance], names: Sequence[str], initial: np.ndarray, grid: Sequence[float],
+        settings: Mapping, stats: Mapping) -> MiraModel:
+    """The model of weights over ``names`` trained on ``instances`` from ``initial``, ``C`` chosen among ``grid``
+    by cross-validation with the one-standard-error rule (``settings``: ``epochs``, ``folds``, ``seed``, kept
+    with ``C`` in the model's settings; ``stats`` extended with the cross-validation's and training's)."""
+    if not instances:
         raise ClirplugError("no training topic has a relevant document and two or more translations: "
                             "check --topics, --qrels and --nbest")
-    instances = [Instance(qid, feature_matrix(dicts, names), ap) for qid, dicts, ap in raw]
-    initial = np.array([translator.weights.get(name, 0.0) for name in names])
-    choices = held_out_choices(instances, initial, grid, epochs, min(folds, len({i.qid for i in instances})), seed)
+    epochs, seed = settings["epochs"], settings["seed"]
+    choices = held_out_choices(instances, initial, grid, epochs, min(settings["folds"], len({i.qid for i in instances})),
+                               seed)
     means = [float(ap.mean()) for ap in choices]
     C = one_standard_error_choice(grid, choices)
     weights = train_mira(instances, initial, C, epochs, seed)
-    stats.update({
-        "cross_validation": [[float(c), round(m, 6)] for c, m in zip(grid, means)],
-        "cross_validation_se": [round(float(e), 6) for e in paired_standard_errors(choices)],
-        "C": C, "C_argmax": float(grid[int(np.argmax(means))]), "cv_ap_argmax": round(max(means), 6),
-        "train_ap_decoder_1best": round(mean_chosen_ap(instances, initial), 6),
-        "train_ap_reranked": round(mean_chosen_ap(instances, weights), 6),
-        "train_ap_oracle": round(float(np.mean([inst.ap.max() for inst in instances])), 6),
-        "initial_weights": dict(zip(names, initial.tolist())),
-    })
-    settings = {"kind": translator.kind, "nbest": nbest, "field": field, "C": C, "epochs": epochs, "folds": folds,
-                "seed": seed, "pop_limit": translator.pop_limit, "hits": hits, "stopwords": sorted(stopwords)}
-    return MiraModel(names, weights, settings, stats)
+    stats = {**stats,
+             "cross_validation": [[float(c), round(m, 6)] for c, m in zip(grid, means)],
+             "cross_validation_se": [round(float(e), 6) for e in paired_standard_errors(choices)],
+             "C": C, "C_argmax": float(grid[int(np.argmax(means))]), "cv_ap_argmax": round(max(means), 6),
+             "train_ap_decoder_1best": round(mean_chosen_ap(instances, initial), 6),
+             "train_ap_reranked": round(mean_chosen_ap(instances, weights), 6),
+             "train_ap_oracle": round(float(np.mean([inst.ap.max() for inst in instances])), 6),
+             "initial_weights": dict(zip(names, initial.tolist()))}
+    return MiraModel(names, weights, {**settings, "C": C}, stats)
 
 
 # ============================================================================ DT with the reranked 1-best
@@ -481,14 +523,22 @@ def mira_weights(mira, kind: str, stopwords: Iterable[str]) -> MiraModel:
 
 
 def mira_queries(topics, field: str, translator, weights: MiraModel, stopwords: Iterable[str] = (), index=None,
-                 progress: bool = True) -> dict[str, str]:
+                 progress: bool = True, latencies: dict[str, float] | None = None) -> dict[str, str]:
     """``qid -> query`` of every topic, the MIRA-reranked 1-best of each sentence (:func:`reranked_query`;
-    ``index``: the searched index's reader, for weights with retrieval features)."""
+    ``index``: the searched index's reader, for weights with retrieval features); ``latencies`` gets each
+    topic's seconds (n-best lists decoded and reranked)."""
+    import time
+
     from tqdm import tqdm
 
     translator.restrict_topics(topics, field)
-    return {t.id: reranked_query(translator, weights, t, field, stopwords, index)
-            for t in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr)}
+    queries = {}
+    for t in tqdm(topics, desc="translating", unit=" topics", disable=not progress, file=sys.stderr):
+        start = time.perf_counter()
+        queries[t.id] = reranked_query(translator, weights, t, field, stopwords, index)
+        if latencies is not None:
+            latencies[t.id] = latencies.get(t.id, 0.0) + time.perf_counter() - start
+    return queries
 
 
 def search_run(topics, *, index, model, mira, field: str = "title", kind: str = "hiero", src_lang: str = "de",

@@ -55,7 +55,7 @@ def test_each_method_s_function_imports_and_takes_each_of_its_settings(method):
 
 @pytest.mark.parametrize("method", sorted(name for name, entry in RUNS.items() if entry.training is not None))
 def test_a_trained_method_s_training_step_is_the_one_of_clirplug_train(method):
-    assert RUNS[method].training is TRAINING[method]
+    assert any(RUNS[method].training is step for step in TRAINING.values())
 
 
 @pytest.mark.parametrize("step", sorted(TRAINING))
@@ -87,7 +87,7 @@ def test_each_method_s_searcher_is_an_api_searcher_taking_what_it_needs(method):
 
 def test_one_table_holds_every_method_and_runs_those_of_experiments():
     assert list(RUNS) == [name for name, entry in METHODS.items() if entry.experiment]
-    assert set(METHODS) - set(RUNS) == {"bm25", "dt-mira"}
+    assert set(METHODS) - set(RUNS) == {"bm25"}
     assert all(entry.help and len(entry.help) < 70 for entry in METHODS.values())
 
 

@@ -170,3 +170,22 @@ def test_manclir_parallel_query_counts(manclir_de):
     # every topic has its mate; the 4 train topics without a line begin their desc with a paragraph the bitext
     # lacks and end it inside the next one; the dev bitext holds only the first 3000 lines
     assert counts == {"train": (790, 790, 786), "dev": (249, 249, 133)}
+
+
+def test_the_desc_ceiling_queries_are_the_mates_desc_openings_else_their_titles(tmp_path):
+    """The desc ceiling's query of a topic is the English side of its desc opening line in the bitext; a topic whose
+    desc the bitext does not align keeps its mate's title (the title ceiling's query)."""
+    import pandas as pd
+
+    from clirplug.mt.queries import mate_desc_queries
+
+    write_collection(tmp_path)
+    qrels = pd.DataFrame({"qid": ["ls.1", "cat.1", "cat.1"], "docid": ["ls.1", "cat.1", "ls.1"],
+                          "relevance": [2, 2, 1]})
+    queries, openings = mate_desc_queries(TOPICS, qrels, tmp_path / "corpus.jsonl", bitext_paths(tmp_path))
+    assert queries == {"cat.1": "Concatenate files.", "ls.1": "List files. Sort them alphabetically."}
+    assert openings == 2
+    unaligned = [TOPICS[0], Topic("cat.1", "Dateien verketten", "Ganz anders.")]
+    queries, openings = mate_desc_queries(unaligned, qrels, tmp_path / "corpus.jsonl", bitext_paths(tmp_path))
+    assert queries == {"cat.1": "concatenate files and print", "ls.1": "List files. Sort them alphabetically."}
+    assert openings == 1
