@@ -62,7 +62,7 @@ def dt_mira_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dic
     s = stage.settings
     return {**system, "method": "dt-mira", "index": index_entry(ctx.config), "model": model_entry(ctx.config, s),
             "files": {"mira": relative(stage.inputs_from[0], ctx.config.root)},
-            "options": {"field": stage.run["field"], "bm25": s["bm25"]}}
+            "options": {"field": stage.written_run["field"], "bm25": s["bm25"]}}
 
 
 @stage_kind("mira-train")
@@ -98,7 +98,7 @@ def dt_mira_stage(stage: Stage, ctx: Context) -> dict:
     reader = ctx.get(f"{s['index']}|reader", lambda: LuceneIndex(s["index"], progress=False)) \
         if weights.uses_index else None
     latencies: dict[str, float] = {}
-    queries = mira_queries(read_topics(s["topics"]), stage.run["field"], translator, weights, (), reader,
+    queries = mira_queries(read_topics(s["topics"]), stage.written_run["field"], translator, weights, (), reader,
                            ctx.progress, latencies)
     frame = bm25_searcher(ctx, s["index"], s["bm25"]).search_all(queries, s["hits"], ctx.progress, latencies)
     return write_run_with_sidecar(stage, frame, latencies,
