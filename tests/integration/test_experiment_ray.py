@@ -1,5 +1,8 @@
 """The demo experiment on Ray (``executor: ray``, 2 workers) writes the local executor's bytes, even
-when a Ray worker is killed in the middle of a task (Ray runs the task again)."""
+when a Ray worker is killed in the middle of a task (Ray runs the task again).
+
+Ray runs a part of the demo (its titles; the models, DT, PSQ, BOW-FD, boosting and a fusion), which holds every
+kind of parallel work the executor spreads (models and folds, translation, BOW-FD shards, boosting bags)."""
 
 import hashlib
 import os
@@ -8,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clirplug.data import demo_config
 from clirplug.experiment.config import load_config
@@ -15,6 +19,7 @@ from clirplug.experiment.runner import run_experiment
 
 pytestmark = pytest.mark.jvm
 
+RAY_RUNS = ("dt", "psq", "bowfd+ltr", "boost", "dt+psq")  # of the demo's, run on Ray
 BUSY = b"ray::_ray_task"  # the process title of a Ray worker running one of clirplug's tasks
 
 
@@ -61,21 +66,25 @@ def _kill_one_busy_worker(after: float, stop: threading.Event, killed: list) -> 
 
 def test_demo_on_ray_with_a_killed_worker_writes_the_local_bytes(demo, ray_cluster, tmp_path):
     local, _ = demo  # the demo run by the local executor, one process (conftest.py)
-    config = load_config(demo_config(), [f"root={tmp_path}", "executor=ray"])
+    raw = yaml.safe_load(demo_config().read_text(encoding="utf-8"))
+    raw["collection"]["path"] = str(demo_config().parent / raw["collection"]["path"])
+    raw["fields"], raw["runs"] = ["title"], {name: raw["runs"][name] for name in RAY_RUNS}
+    (tmp_path / "ray.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    config = load_config(tmp_path / "ray.yaml", [f"root={tmp_path}", "executor=ray"])
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_one_busy_worker, args=(20.0, stop, killed), daemon=True)
+    killer = threading.Thread(target=_kill_one_busy_worker, args=(8.0, stop, killed), daemon=True)
     killer.start()
     try:
         outcomes = run_experiment(config, jobs=2, progress=False)
     finally:
         stop.set()
         killer.join()
-    assert killed, "no Ray worker was running a task after 20 s: nothing was killed"
+    assert killed, "no Ray worker was running a task after 8 s: nothing was killed"
     assert {o.status for o in outcomes} == {"ran"}
     runs = _digests(config.run_dir, "*.trec")
-    assert len(runs) >= 20 and runs == _digests(local.run_dir, "*.trec")
+    assert len(runs) >= 10 and runs.items() <= _digests(local.run_dir, "*.trec").items()
     models = _digests(config.model_dir, "*.weights")
-    assert models and models == _digests(local.model_dir, "*.weights")
+    assert models and models.items() <= _digests(local.model_dir, "*.weights").items()
 
 
 def _native_handler(number) -> int:
