@@ -26,26 +26,33 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module the file imports, absolute (``from a import b`` counts ``a`` and ``a.b``)."""
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    found = set()
+def import_statements(path: Path, root: Path | None = None) -> list[tuple[str, list[str]]]:
+    """Each import statement of the file (those inside functions too) as ``(module, names)``, absolute: ``import a``
+    is ``("a", [])``, ``from .b import c`` in ``pkg/m.py`` is ``("pkg.b", ["c"])``; module names are relative to
+    ``root`` (default: the repository)."""
+    name = _module_name(path, REPO if root is None else root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    statements = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            statements += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return found
+            statements.append((base, [alias.name for alias in node.names]))
+    return statements
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module the file imports, absolute (``from a import b`` counts ``a`` and ``a.b``)."""
+    return {name for base, names in import_statements(path) for name in (base, *(f"{base}.{n}" for n in names))}
 
 
 def _outside_lucene():
@@ -83,7 +90,7 @@ def test_imports_are_resolved_as_python_resolves_them(tmp_path, monkeypatch):
 
 def _package_graph() -> dict[str, set[str]]:
     """clirplug module -> the clirplug modules it imports (anywhere in the file, lazily or not)."""
-    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    modules = {_module_name(path, REPO): path for path in PACKAGE.rglob("*.py")}
     return {name: {m for m in imported_modules(path) if m in modules and m != name} for name, path in modules.items()}
 
 

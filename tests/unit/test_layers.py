@@ -12,12 +12,11 @@ the package (``from clirplug import bm25`` imports ``clirplug.bm25``; the bare p
 ``__init__``'s namespace and not counted).
 """
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
-from test_code_rules import PACKAGE, REPO
+from test_code_rules import PACKAGE, REPO, import_statements
 
 pytestmark = pytest.mark.unit
 
@@ -71,21 +70,10 @@ def _place(relative: str, rows: list[dict]) -> tuple[str, tuple[str, ...]]:
 
 def _imports(path: Path, package: Path, modules: dict[str, Path]) -> set[str]:
     """The modules of the package that ``path`` imports, anywhere in it."""
-    own = ".".join(path.relative_to(package.parent).with_suffix("").parts)
-    anchor = own if path.name == "__init__.py" else own.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = anchor.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            names = [f"{base}.{alias.name}" for alias in node.names]
-            found.update(name for name in names if name in modules)
-            if not any(name in modules for name in names):
-                found.add(base)
+    for base, names in import_statements(path, package.parent):
+        named = [f"{base}.{name}" for name in names if f"{base}.{name}" in modules]
+        found.update(named or [base])
     return {name.removesuffix(".__init__") for name in found if name in modules and name != package.name}
 
 
