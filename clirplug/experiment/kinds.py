@@ -70,6 +70,16 @@ def stdout_to_log():
         yield
 
 
+def train_for_run(stage: Stage, ctx: Context, step: str) -> None:
+    """A run's training step (:data:`~clirplug.methods.TRAINING`) on the stage's ``arguments``, with the run's
+    training ``settings``, its summary in the log; over the experiment's workers where the step takes ``jobs``."""
+    s, training = stage.settings, TRAINING[step]
+    settings = training.settings.from_mapping(s["settings"], f"runs.{s['run']}")
+    workers = {"jobs": ctx.workers} if takes(training.train, "jobs") else {}
+    with stdout_to_log():
+        training.train(**s["arguments"], settings=settings, progress=False, **workers)
+
+
 def signature(method: str, settings: dict) -> str:
     """A one-line reproducibility signature: ``method|key:value|...|v:<clirplug version>``."""
     from clirplug import __version__

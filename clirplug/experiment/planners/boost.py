@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clirplug.errors import ClirplugError
-from clirplug.experiment.kinds import Context, stage_kind, stdout_to_log, write_run_with_sidecar
+from clirplug.experiment.kinds import Context, stage_kind, train_for_run, write_run_with_sidecar
 from clirplug.experiment.plan import Plan, Stage
 from clirplug.experiment.systems import corpus_entry, describes
 from clirplug.system_file import relative, system_path
@@ -50,12 +50,7 @@ def boost_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
 @stage_kind("boost-train", version=3)
 def boost_train_stage(stage: Stage, ctx: Context) -> dict:
     """Bagged RankBoost on the tune split (:func:`clirplug.train.boost.train_boost`; beta tuned on held-out topics)."""
-    from clirplug.train.boost import BoostSettings, train_boost
-
-    s = stage.settings
-    settings = BoostSettings.from_mapping(s["settings"], f"runs.{s['run']}")
-    with stdout_to_log():
-        train_boost(**s["arguments"], settings=settings, jobs=ctx.workers, progress=False)
+    train_for_run(stage, ctx, "boost")
     ctx.forget(str(stage.outputs[0]))
     return {}
 

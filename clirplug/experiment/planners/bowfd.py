@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clirplug.errors import ClirplugError
-from clirplug.experiment.kinds import Context, stage_kind, stdout_to_log, write_run_with_sidecar
+from clirplug.experiment.kinds import Context, stage_kind, train_for_run, write_run_with_sidecar
 from clirplug.experiment.plan import Plan, Stage, run_file
 from clirplug.experiment.systems import describes, index_entry, model_entry
 from clirplug.system_file import relative, system_path
@@ -73,12 +73,7 @@ def bowfd_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
 @stage_kind("bowfd-train", version=4)
 def bowfd_train_stage(stage: Stage, ctx: Context) -> dict:
     """BOW-FD weights on the tune split (:func:`clirplug.train.bowfd.train_bowfd`: v by grid, then LTR unless disabled)."""
-    from clirplug.train.bowfd import BowfdSettings, train_bowfd
-
-    s = stage.settings
-    settings = BowfdSettings.from_mapping(s["settings"], f"runs.{s['run']}")
-    with stdout_to_log():
-        train_bowfd(**s["arguments"], settings=settings, jobs=ctx.workers, progress=False)
+    train_for_run(stage, ctx, "bowfd")
     return {}
 
 

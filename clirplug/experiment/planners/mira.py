@@ -4,7 +4,13 @@ each split searched with the reranked 1-best (Nikoulina et al. 2012, §3.2)."""
 from __future__ import annotations
 
 from clirplug.errors import ClirplugError
-from clirplug.experiment.kinds import Context, bm25_searcher, stage_kind, stdout_to_log, write_run_with_sidecar
+from clirplug.experiment.kinds import (
+    Context,
+    bm25_searcher,
+    stage_kind,
+    train_for_run,
+    write_run_with_sidecar,
+)
 from clirplug.experiment.plan import Plan, Stage, bm25_settings
 from clirplug.experiment.systems import describes, index_entry, model_entry
 from clirplug.system_file import relative
@@ -70,12 +76,9 @@ def mira_train_stage(stage: Stage, ctx: Context) -> dict:
     """MIRA weights on the tune split's n-best lists (:func:`clirplug.train.mira.train_mira`), and without each
     fold's topics."""
     from clirplug.qt.mira import MiraModel
-    from clirplug.train.mira import MiraSettings, train_mira
 
+    train_for_run(stage, ctx, "mira")
     s = stage.settings
-    settings = MiraSettings.from_mapping(s["settings"], f"runs.{s['run']}")
-    with stdout_to_log():
-        train_mira(**s["arguments"], settings=settings, progress=False)
     stats = MiraModel.load(s["arguments"]["output"]).stats
     return {key: stats[key] for key in ("topics", "instances", "informative_instances", "C", "C_argmax",
                                         "train_ap_decoder_1best", "train_ap_reranked", "train_ap_oracle")} | {
