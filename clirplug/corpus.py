@@ -23,9 +23,31 @@ class Document(NamedTuple):
         return f"{self.title}\n{self.contents}" if self.title else self.contents
 
 
-def corpus_files(path) -> list[Path]:
-    """The JSONL files of ``path`` (a file, or a folder searched in sorted order)."""
+LINK_FILE_BYTES = 1024  # a link file is one short line: the path of the file it stands for
+
+
+def followed_link(path) -> Path:
+    """``path``, or the file it names when it is a link file: a symbolic link stored as text (one line holding a
+    path relative to the file's folder, as git writes a link where the file system has none), such as a
+    collection's ``corpus.jsonl`` that stands for another collection's documents."""
     path = Path(path)
+    if not path.is_file() or path.stat().st_size > LINK_FILE_BYTES:
+        return path
+    text = path.read_bytes().strip()
+    if not text or b"\n" in text or text.startswith((b"{", b"[")):
+        return path
+    try:
+        target = path.parent / text.decode("utf-8")
+    except UnicodeDecodeError:
+        return path
+    if not target.is_file():
+        raise ClirplugError(f"{path}: names {target}, which does not exist (a link file holds the path of a file)")
+    return followed_link(target.resolve())
+
+
+def corpus_files(path) -> list[Path]:
+    """The JSONL files of ``path`` (a file, or a folder searched in sorted order); a link file is followed."""
+    path = followed_link(path)
     if path.is_file():
         return [path]
     if path.is_dir():

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clirplug.corpus import followed_link
 from clirplug.errors import ClirplugError
 from clirplug.executor import EXECUTORS
 from clirplug.lucene.languages import LANGUAGES
@@ -358,6 +359,9 @@ def validate(raw: dict, source: str = "config") -> ExperimentConfig:
                 raise _error(source, "collection.corpus", f"{documents}: no such file or folder")
         elif not (coll_path / "corpus.jsonl").is_file():
             raise _error(source, "collection.path", f"{coll_path}/corpus.jsonl: no such file")
+        else:
+            linked = followed_link(coll_path / "corpus.jsonl")  # a link file: the documents are the file it names
+            documents = linked if linked != coll_path / "corpus.jsonl" else None
         name = coll["name"] if coll["name"] is not None else coll_path.resolve().name
         collection = Collection(coll_path, _check_name(source, "collection.name", name), coll["lang"], coll["doc_lang"],
                                 documents=documents)
