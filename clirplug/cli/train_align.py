@@ -23,6 +23,7 @@ def add_arguments(parser):
     add_settings(parser.add_argument_group("preprocessing and alignment (defaults: fast_align -d -o -v)"),
                  AlignSettings)
     parser.add_argument("--force", action="store_true", help="rerun every stage even when up to date")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args):
@@ -30,5 +31,6 @@ def run(args):
     from clirplug.train.align import AlignSettings, train_align
 
     train_align(args.src, args.tgt, args.output, settings_from_args(AlignSettings, args), src_lang=args.src_lang,
-                tgt_lang=args.tgt_lang, dictionary=args.dictionary, force=args.force)
+                tgt_lang=args.tgt_lang, dictionary=args.dictionary, force=args.force,
+                progress=not args.quiet)
     return 0

@@ -18,6 +18,7 @@ def add_arguments(parser):
     add_output(parser, "ARPA file to write")
     add_settings(parser, LmSettings)
     parser.add_argument("--force", action="store_true", help="estimate even when the model is up to date")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args):
@@ -25,5 +26,5 @@ def run(args):
     from clirplug.train.lm import LmSettings, train_lm
 
     train_lm(args.output, settings_from_args(LmSettings, args), texts=args.text, jsonl=args.jsonl,
-             lang=args.lang, force=args.force)
+             lang=args.lang, force=args.force, progress=not args.quiet)
     return 0

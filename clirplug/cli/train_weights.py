@@ -21,6 +21,7 @@ def add_arguments(parser):
     parser.add_argument("--tgt-lang", default="en", help="target language code (default: en)")
     add_output(parser, "weights file (default: DIR/weights.KIND)", required=False)
     add_settings(parser, WeightsSettings)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     queries = parser.add_argument_group(
         "parallel queries", "query-genre tuning (Nikoulina et al. 2012): tune on topics paired with their English "
                             "mates instead of --src/--tgt (see docs/models.md)")
@@ -69,5 +70,5 @@ def run(args):
     settings = settings_from_args(WeightsSettings, args)
     pairs, origin = _tuning_pairs(args)
     train_weights(args.model, args.kind, pairs, origin, settings, src_lang=args.src_lang, tgt_lang=args.tgt_lang,
-                  output=args.output)
+                  output=args.output, progress=not args.quiet)
     return 0

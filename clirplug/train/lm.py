@@ -34,8 +34,9 @@ def _jsonl_sentences(path: Path, lang: str):
 
 
 def train_lm(output: Path, settings: LmSettings = LmSettings(), *, texts=(), jsonl=(), lang: str = "en",
-             force: bool = False) -> Path:
-    """Estimate an ARPA model at ``output`` from raw ``texts`` and documents in ``jsonl`` files."""
+             force: bool = False, progress: bool = True) -> Path:
+    """Estimate an ARPA model at ``output`` from raw ``texts`` and documents in ``jsonl`` files (``progress``: a bar
+    per file read)."""
     from clirplug.train.cache import Stages
 
     output, texts, jsonl = Path(output), [Path(p) for p in texts], [Path(p) for p in jsonl]
@@ -57,9 +58,10 @@ def train_lm(output: Path, settings: LmSettings = LmSettings(), *, texts=(), jso
         started = time.perf_counter()
         sentences = []
         for path in texts:
-            sentences.extend(preprocess(line, lang) for line in tqdm(read_lines(path), desc=path.name, leave=False))
+            sentences.extend(preprocess(line, lang) for line in tqdm(read_lines(path), desc=path.name, leave=False,
+                                                                             disable=not progress))
         for path in jsonl:
-            sentences.extend(tqdm(_jsonl_sentences(path, lang), desc=path.name, leave=False))
+            sentences.extend(tqdm(_jsonl_sentences(path, lang), desc=path.name, leave=False, disable=not progress))
         model = estimate(sentences, settings.order, FALLBACK_DISCOUNTS if settings.discount_fallback else None)
         write_arpa(model, output)
         counts = " ".join(f"{n}-grams={len(words)}" for n, words in enumerate(model.word, 1))

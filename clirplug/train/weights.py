@@ -76,8 +76,9 @@ def tuning_set(pairs, tokenize_src, tokenize_tgt, lines: int, max_words: int):
 
 
 def train_weights(model: Path, kind: str, pairs, origin: str, settings: WeightsSettings = WeightsSettings(), *,
-                  src_lang: str = "de", tgt_lang: str = "en", output: Path | None = None) -> Path:
-    """PRO on the ``(source, reference)`` ``pairs``; writes ``output`` (default ``DIR/weights.KIND``)."""
+                  src_lang: str = "de", tgt_lang: str = "en", output: Path | None = None, progress: bool = True) -> Path:
+    """PRO on the ``(source, reference)`` ``pairs``; writes ``output`` (default ``DIR/weights.KIND``); ``progress``
+    shows a bar per decoding pass."""
     from tqdm import tqdm
 
     from clirplug.mt.features import DEFAULT_WEIGHTS, write_weights
@@ -96,7 +97,8 @@ def train_weights(model: Path, kind: str, pairs, origin: str, settings: WeightsS
     def decode(weights):
         decoder.set_weights(weights)
         return [decoder.translate(tokens, settings.nbest, unique=True)
-                for tokens in tqdm(sources, desc="decode", unit="sentence", file=sys.stderr, leave=False)]
+                for tokens in tqdm(sources, desc="decode", unit="sentence", file=sys.stderr, leave=False,
+                                     disable=not progress)]
 
     output = Path(output) if output else Path(model) / f"weights.{kind}"
 
@@ -113,8 +115,9 @@ def train_weights(model: Path, kind: str, pairs, origin: str, settings: WeightsS
 
 
 def train_weights_on_bitext(model: Path, kind: str, src: Path, tgt: Path, settings: WeightsSettings = WeightsSettings(),
-                            *, src_lang: str = "de", tgt_lang: str = "en", output: Path | None = None) -> Path:
+                            *, src_lang: str = "de", tgt_lang: str = "en", output: Path | None = None,
+                            progress: bool = True) -> Path:
     """:func:`train_weights` on the line pairs of ``src`` and ``tgt`` (``clirplug train weights --src --tgt``; the
     step of a model folder and of an experiment's ``models:``)."""
     return train_weights(model, kind, bitext_pairs(src, tgt), str(src), settings, src_lang=src_lang, tgt_lang=tgt_lang,
-                         output=output)
+                         output=output, progress=progress)

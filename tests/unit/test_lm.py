@@ -230,8 +230,11 @@ def test_cli_train_lm(tmp_path, capsys):
     expected = estimate([s.split() for s in ["a b .", "a a !", "b a", "a b . b b a ."]], 3, FALLBACK_DISCOUNTS)
     write_arpa(expected, tmp_path / "expected.arpa")
     assert out.read_bytes() == (tmp_path / "expected.arpa").read_bytes()
+    assert "text.en: " in capsys.readouterr().err  # a progress bar per file read
     assert main(args) == 0
     assert "up to date, skipped" in capsys.readouterr().err
+    assert main([*args, "--force", "--quiet"]) == 0
+    assert "text.en: " not in capsys.readouterr().err
     (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
     assert main(["train", "lm", "--jsonl", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
     assert "bad.jsonl:1: invalid JSON" in capsys.readouterr().err

@@ -157,7 +157,7 @@ def query_weights_stage(stage: Stage, ctx: Context) -> dict:
         pairs, origin = query_pairs(a["queries"], a["field"], corpus=a.get("corpus"), bitext=a.get("bitext"))
         if pairs:
             train_weights(a["model"], a["kind"], pairs, origin, settings, src_lang=a["src_lang"],
-                          tgt_lang=a["tgt_lang"], output=a["output"])
+                          tgt_lang=a["tgt_lang"], output=a["output"], progress=ctx.progress)
             return {"queries": len(pairs)}
     base = Path(a["model"]) / f"weights.{a['kind']}"
     weights = {**DEFAULT_WEIGHTS, **(read_weights(base) if base.is_file() else {})}
