@@ -1,8 +1,8 @@
-"""``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
+"""``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM, CombMNZ or learned weights."""
 
 from clirplug.cli import add_output, add_run_file, notes_stream, write_run_file
 
-HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning the weights"
+HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ, learned weights), optionally tuning the weights"
 CURVE_SUFFIXES = (".tsv", ".png")  # the files of --curve PREFIX
 
 

@@ -210,13 +210,13 @@ def test_the_demo_plan_learns_from_every_held_out_run_and_writes_an_out_of_fold_
     from clirplug.experiment.plan import build_plan
 
     plan = build_plan(load_config(demo_config()))
-    learn_stage = plan.stages["learn.learned.title"]
+    learn_stage = plan.stages["learn.all.title"]
     # boosting and BOW-FD learn from the train qrels without cross-fitting: their train runs are in-sample
     assert learn_stage.settings["runs"] == ["dt", "dt-queries", "psq", "dense"]
     assert learn_stage.settings["grid"] == {"depth": [100, 1000], "l2": [0.001, 0.01, 0.1]}
-    tune_run = plan.stages["run.learned.train.title"]
+    tune_run = plan.stages["run.all.train.title"]
     assert tune_run.kind == "fusion-learned" and tune_run.inputs and tune_run.inputs_from[0] == learn_stage.outputs[0]
-    assert not plan.stages["run.learned.dev.title"].inputs
+    assert not plan.stages["run.all.dev.title"].inputs
 
 
 def test_a_learned_fusion_entry_is_checked(tmp_path):
@@ -228,7 +228,7 @@ def test_a_learned_fusion_entry_is_checked(tmp_path):
                           ({"l2": []}, "grid.l2: expected a non-empty list of positive numbers"),
                           ({"k": [1]}, "grid: expected a mapping with keys depth, l2")):
         with pytest.raises(ClirplugError, match=message):
-            build_plan(load_config(demo_config(), overrides=[f"runs.learned.grid={json.dumps(grid)}"]))
+            build_plan(load_config(demo_config(), overrides=[f"runs.all.grid={json.dumps(grid)}"]))
     with pytest.raises(ClirplugError, match="fuser: expected learned, or one of borda"):
         build_plan(load_config(demo_config(), overrides=['runs.dt+psq.fuser=["borda", "learned"]']))
     assert FEATURES == ("score", "rr", "hit")

@@ -30,12 +30,12 @@ def learned_grid(grid, hits: int, where: str) -> dict:
     if not isinstance(grid, dict) or set(grid) - set(GRID):
         raise ClirplugError(f"{where}.grid: expected a mapping with keys {', '.join(GRID)}, got {grid!r}")
     values = {"depth": grid.get("depth", [hits]), "l2": grid.get("l2", GRID["l2"])}
-    for key, kind, low, high in (("depth", int, 1, hits), ("l2", (int, float), 0, None)):
+    checks = {"depth": (lambda v: isinstance(v, int) and 1 <= v <= hits, f"integers from 1 to hits ({hits})"),
+              "l2": (lambda v: isinstance(v, int | float) and v > 0, "positive numbers")}
+    for key, (good, what) in checks.items():
         listed = values[key]
-        if not isinstance(listed, list) or not listed or any(isinstance(v, bool) or not isinstance(v, kind) for v in listed) \
-                or any(v <= low - (key == "depth") or (high is not None and v > high) for v in listed):
-            bounds = f"integers from 1 to hits ({hits})" if key == "depth" else "positive numbers"
-            raise ClirplugError(f"{where}.grid.{key}: expected a non-empty list of {bounds}, got {listed!r}")
+        if not isinstance(listed, list) or not listed or not all(good(v) and not isinstance(v, bool) for v in listed):
+            raise ClirplugError(f"{where}.grid.{key}: expected a non-empty list of {what}, got {listed!r}")
     return {"depth": list(values["depth"]), "l2": [float(v) for v in values["l2"]]}
 
 
