@@ -927,7 +927,7 @@ class FusionSearcher(Searcher):
     method : str
         A fusion method of :data:`clirplug.fusion.FUSERS` (``borda``, ``rrf``, ``combsum``, ``combmnz``, ``learned``).
     weights : sequence of float, optional
-        One per searcher; the method's default without. ``learned``: three per searcher, required
+        One per searcher; the method's default without. ``learned``: four per searcher, required
         (:func:`clirplug.fusion.learned.fuse`).
     kappa : float, optional
         Two searchers: the weights ``(kappa, 1 - kappa)`` (``clirplug fuse --kappa``), instead of ``weights``.

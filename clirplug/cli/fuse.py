@@ -17,7 +17,7 @@ def add_arguments(parser):
     weights.add_argument("--kappa", type=float, default=None,
                          help="two runs: weights (kappa, 1 - kappa) (default: 0.5, or tuned with --tune-on)")
     weights.add_argument("--weights", type=float, nargs="+", metavar="W",
-                         help="one weight per run (learned: three per run, score rr hit, as an experiment learns them)")
+                         help="one weight per run (learned: four per run, score borda rr hit, as an experiment learns them)")
     parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
     add_output(parser, "fused TREC run to write (- for standard output)", stdout=True)
     add_run_file(parser)

@@ -3,7 +3,7 @@
 Each method is a function ``fuse(runs, weights=None, depth=1000) -> DataFrame`` in its
 own module, registered here by name (the CLI's ``--method`` choices). Modules are
 imported on first use so that ``clirplug --help`` stays fast. ``learned``
-(:mod:`clirplug.fusion.learned`) takes three weights per run, learned by an experiment.
+(:mod:`clirplug.fusion.learned`) takes four weights per run, learned by an experiment.
 """
 
 import importlib
@@ -64,7 +64,7 @@ def fuse(method, runs, weights=None, depth=1000):
 
 def check_fusion_weights(method, weights, count):
     """The weights of ``count`` runs for ``method``: one non-negative weight per run (None: the method's default),
-    or for ``learned`` three per run of any sign (:func:`clirplug.fusion.learned.check_weights`)."""
+    or for ``learned`` four per run of any sign (:func:`clirplug.fusion.learned.check_weights`)."""
     if method == LEARNED:
         return importlib.import_module("clirplug.fusion.learned").check_weights(weights, count)
     return None if weights is None else importlib.import_module("clirplug.fusion._common").check_weights(weights, count, 1.0)

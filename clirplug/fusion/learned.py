@@ -1,11 +1,13 @@
 """Learned fusion of many runs: a linear model over each run's features of each document, learned pairwise.
 
-Each document of the union of the runs' top ``depth`` gets three features from each run (:data:`FEATURES`):
-``score``, its min-max normalised score (CombSUM's, :func:`clirplug.fusion.comb.min_max`), ``rr``, its reciprocal
-rank ``1 / (60 + rank)`` (RRF's), and ``hit``, 1 when the run's top ``depth`` holds it; a run that misses the
-document gives it 0, 0, 0 (``hit`` is the "absent" indicator up to a per-query constant, which ranks the same).
-The fused score is the weighted sum of the features: :func:`fuse` with ``3 * len(runs)`` weights (any sign), run
-by run in :data:`FEATURES` order. CombSUM (weights ``1, 0, 0``) and RRF (``0, 1, 0``) are special cases.
+Each document of the union of the runs' top ``depth`` gets four features from each run (:data:`FEATURES`):
+``score``, its min-max normalised score (CombSUM's, :func:`clirplug.fusion.comb.min_max`), ``borda``, its score
+divided by the sum of the top ``depth``'s (the weighted Borda count's, :func:`clirplug.fusion.borda.normalize`),
+``rr``, its reciprocal rank ``1 / (60 + rank)`` (RRF's), and ``hit``, 1 when the run's top ``depth`` holds it; a
+run that misses the document gives it 0 for each (``hit`` is the "absent" indicator up to a per-query constant,
+which ranks the same). The fused score is the weighted sum of the features: :func:`fuse` with
+``len(FEATURES) * len(runs)`` weights (any sign), run by run in :data:`FEATURES` order. CombSUM, the weighted Borda
+count and RRF of the same depth, with their weights, are special cases.
 
 :func:`learn` chooses the runs and the weights on training topics:
 
@@ -29,12 +31,12 @@ from clirplug.errors import ClirplugError
 from clirplug.fusion._common import check_depth, top
 from clirplug.fusion.rrf import RRF_K
 
-FEATURES = ("score", "rr", "hit")
+FEATURES = ("score", "borda", "rr", "hit")
 MAX_NEWTON = 50
 
 
 def check_weights(weights, count: int) -> list[float]:
-    """``weights`` as ``3 * count`` finite floats (:data:`FEATURES` of each run in turn); a ClirplugError otherwise."""
+    """``weights`` as ``len(FEATURES) * count`` finite floats (:data:`FEATURES` of each run in turn); a ClirplugError otherwise."""
     import math
 
     if weights is None:
@@ -82,6 +84,7 @@ def feature_table(runs, depth: int = 1000) -> FeatureTable:
     import numpy as np
     import pandas as pd
 
+    from clirplug.fusion.borda import normalize
     from clirplug.fusion.comb import min_max
     from clirplug.io.runs import _codes
 
@@ -89,9 +92,9 @@ def feature_table(runs, depth: int = 1000) -> FeatureTable:
     parts = []
     for i, run in enumerate(runs):
         ranked = top(run, depth)
-        normalised = min_max(ranked, depth)  # the same rows, in the same order
         parts.append(pd.DataFrame({"qid": ranked["qid"].to_numpy(), "docid": ranked["docid"].to_numpy(), "run": i,
-                                   "score": normalised["score"].to_numpy(),
+                                   "score": min_max(ranked, depth)["score"].to_numpy(),  # the same rows and order
+                                   "borda": normalize(ranked, depth)["score"].to_numpy(),
                                    "rr": 1.0 / (RRF_K + ranked["rank"].to_numpy(dtype=np.float64))}))
     frame = pd.concat(parts, ignore_index=True)
     qid_codes, doc_codes = _codes(frame["qid"].tolist()), _codes(frame["docid"].tolist())
@@ -101,9 +104,9 @@ def feature_table(runs, depth: int = 1000) -> FeatureTable:
     first[row[::-1]] = np.arange(len(row))[::-1]  # a line of each row, for its qid and docid
     values = np.zeros((len(unique), len(runs), len(FEATURES)))
     run = frame["run"].to_numpy()
-    values[row, run, 0] = frame["score"].to_numpy()
-    values[row, run, 1] = frame["rr"].to_numpy()
-    values[row, run, 2] = 1.0
+    for feature, name in enumerate(FEATURES[:-1]):
+        values[row, run, feature] = frame[name].to_numpy()
+    values[row, run, FEATURES.index("hit")] = 1.0
     return FeatureTable(frame["qid"].to_numpy(dtype=object)[first], frame["docid"].to_numpy(dtype=object)[first],
                         qid_codes[first], values)
 
@@ -329,17 +332,16 @@ def learn(runs, names, qrels, depths=(1000,), l2s=(0.001,), folds: int = 5, pair
     fold = fold_of(topics, folds)
     say = log or (lambda message: None)
     everything = list(range(len(runs)))
-    grid, learners, best = [], {}, None
+    grid, best, learner = [], None, None
     for depth in depths:
-        learners[depth] = _Learner(_judged(runs, qrels, depth), pairs, seed, fold)
+        candidate = _Learner(_judged(runs, qrels, depth), pairs, seed, fold)
         for l2 in l2s:
-            value, _ = learners[depth].cross_validate(everything, l2)
+            value, _ = candidate.cross_validate(everything, l2)
             grid.append({"depth": depth, "l2": l2, "MAP": value})
             say(f"depth {depth}, l2 {l2:g}: cross-validated MAP {value:.4f} with every run")
             if best is None or value > best["MAP"]:
-                best = grid[-1]
+                best, learner = grid[-1], candidate  # only the best depth's table is kept
     depth, l2 = best["depth"], best["l2"]
-    learner = learners[depth]
     chosen: list[int] = []
     selection = []
     value, fold_weights = 0.0, []
@@ -358,7 +360,8 @@ def learn(runs, names, qrels, depths=(1000,), l2s=(0.001,), folds: int = 5, pair
     final = _rounded(learner.fit(chosen, l2))
     inputs = [names[i] for i in chosen]
     return {"inputs": inputs, "features": list(FEATURES), "fuse_weights": final,
-            "weights": {name: dict(zip(FEATURES, final[3 * i: 3 * i + 3])) for i, name in enumerate(inputs)},
+            "weights": {name: dict(zip(FEATURES, final[len(FEATURES) * i: len(FEATURES) * (i + 1)]))
+                        for i, name in enumerate(inputs)},
             "depth": depth, "l2": l2, "cv_map": value, "grid": grid, "selection": selection, "folds": folds,
             "fold_weights": [_rounded(weights) for weights in fold_weights], "pairs": pairs, "seed": seed,
             "min_gain": min_gain, "candidates": list(names)}

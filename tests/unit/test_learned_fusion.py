@@ -59,28 +59,30 @@ def collection(seed=1, topics=30, docs=120):
     return qrels, {"random": run(1000.0), "perfect": run(0.0), "noisy": run(3.0)}
 
 
-def test_each_run_gives_a_document_its_min_max_score_reciprocal_rank_and_hit():
+def test_each_run_gives_a_document_its_min_max_and_borda_scores_reciprocal_rank_and_hit():
     table = feature_table([RUN_A, RUN_B], depth=2)
     rows = {(q, d): i for i, (q, d) in enumerate(zip(table.qids, table.docids))}
     assert list(rows) == [("q1", "d1"), ("q1", "d2"), ("q1", "d4"), ("q2", "x"), ("q2", "y")]  # d3 is below A's top 2
-    d2 = table.values[rows[("q1", "d2")]]
-    assert d2[0].tolist() == [0.0, 1 / 62, 1.0] and d2[1].tolist() == [0.0, 1 / 62, 1.0]  # rank 2 in A and B
-    assert table.values[rows[("q1", "d1")]].tolist() == [[1.0, 1 / 61, 1.0], [0.0, 0.0, 0.0]]  # absent from B
-    assert table.values[rows[("q2", "y")]][1].tolist() == [1.0, 1 / 61, 1.0]  # one document: min-max gives 1
+    d2 = table.values[rows[("q1", "d2")]]  # rank 2 in A (3, 1: Borda 1/4) and in B (6, 2: Borda 2/8)
+    assert d2[0].tolist() == [0.0, 0.25, 1 / 62, 1.0] and d2[1].tolist() == [0.0, 0.25, 1 / 62, 1.0]
+    assert table.values[rows[("q1", "d1")]].tolist() == [[1.0, 0.75, 1 / 61, 1.0], [0.0, 0.0, 0.0, 0.0]]  # not in B
+    assert table.values[rows[("q2", "y")]][1].tolist() == [1.0, 1.0, 1 / 61, 1.0]  # one document: min-max gives 1
 
 
-def test_combsum_and_rrf_are_learned_fusions_with_their_weights():
-    combsum = fuse("learned", [RUN_A, RUN_B], weights=[1, 0, 0, 1, 0, 0])
+def test_combsum_borda_and_rrf_are_learned_fusions_with_their_weights():
+    combsum = fuse("learned", [RUN_A, RUN_B], weights=[1, 0, 0, 0, 1, 0, 0, 0])
     assert scores(combsum) == pytest.approx(scores(fuse("combsum", [RUN_A, RUN_B])))
-    rrf = fuse("learned", [RUN_A, RUN_B], weights=[0, 2, 0, 0, 1, 0], depth=2)
+    borda = fuse("learned", [RUN_A, RUN_B], weights=[0, 0.3, 0, 0, 0, 0.7, 0, 0])
+    assert scores(borda) == pytest.approx(scores(fuse("borda", [RUN_A, RUN_B], weights=[0.3, 0.7])))
+    rrf = fuse("learned", [RUN_A, RUN_B], weights=[0, 0, 2, 0, 0, 0, 1, 0], depth=2)
     assert scores(rrf) == pytest.approx(scores(fuse("rrf", [RUN_A, RUN_B], weights=[2, 1], depth=2)))
     assert rrf["qid"].tolist() == fuse("rrf", [RUN_A, RUN_B], weights=[2, 1], depth=2)["qid"].tolist()
-    hits = fuse("learned", [RUN_A, RUN_B], weights=[0, 0, 1, 0, 0, -1])  # negative weights are allowed
+    hits = fuse("learned", [RUN_A, RUN_B], weights=[0, 0, 0, 1, 0, 0, 0, -1])  # negative weights are allowed
     assert scores(hits)[("q1", "d4")] == -1.0 and scores(hits)[("q1", "d2")] == 0.0
 
 
 def test_the_learned_fusion_refuses_a_wrong_number_of_weights_and_a_kappa():
-    with pytest.raises(ClirplugError, match="needs its weights: 3 per run"):
+    with pytest.raises(ClirplugError, match="needs its weights: 4 per run"):
         fuse("learned", [RUN_A, RUN_B])
     with pytest.raises(ClirplugError, match="got 2 learned fusion weight"):
         fuse("learned", [RUN_A, RUN_B], weights=[0.5, 0.5])
@@ -90,7 +92,7 @@ def test_the_learned_fusion_refuses_a_wrong_number_of_weights_and_a_kappa():
 
 def test_the_map_of_a_scored_table_is_trec_evals_map_of_the_fused_run():
     qrels, runs = collection()
-    weights = [0.3, -2.0, 0.1, 1.0, 5.0, 0.0, 0.5, 0.0, -0.2]
+    weights = [0.3, 1.0, -2.0, 0.1, 1.0, -4.0, 5.0, 0.0, 0.5, 2.0, 0.0, -0.2]
     for depth in (20, 120):
         judged = _judged(list(runs.values()), qrels, depth)
         table = judged.table
@@ -138,8 +140,8 @@ def test_a_perfect_run_is_chosen_first_and_carries_the_weight_and_a_random_one_i
     assert model["cv_map"] == pytest.approx(1.0)
     assert model["selection"][0]["tried"]["perfect"] == pytest.approx(1.0)
     perfect = model["weights"]["perfect"]
-    assert perfect["score"] > 0 and perfect["rr"] > 0
-    assert len(model["fold_weights"]) == 3 and len(model["fuse_weights"]) == 3 * len(model["inputs"])
+    assert perfect["score"] + perfect["borda"] > 0 and perfect["rr"] > 0
+    assert len(model["fold_weights"]) == 3 and len(model["fuse_weights"]) == 4 * len(model["inputs"])
     assert [row["depth"] for row in model["grid"]] == [50, 50, 120, 120]
     again = learn(list(runs.values()), list(runs), qrels, depths=(50, 120), l2s=(0.01, 0.1), folds=3, pairs=50)
     assert json.dumps(again, sort_keys=True) == json.dumps(model, sort_keys=True)
@@ -186,7 +188,7 @@ def test_a_learned_fusion_reloads_from_its_system_file_and_the_fuse_command_appl
         write_system(tmp_path / f"{name}.system.json",
                      {"root": ".", "name": name, "method": "file-run", "field": "title", "tag": name, "hits": 10,
                       "options": {"run": str(tmp_path / f"{name}.trec")}})
-    weights = [0.5, 10.0, 0.0, 1.0, -3.0, 0.25]
+    weights = [0.5, 0.0, 10.0, 0.0, 1.0, 2.0, -3.0, 0.25]
     write_system(tmp_path / "fused.system.json",
                  {"root": ".", "name": "fused", "method": "fusion", "field": "title", "tag": "fused", "hits": 10,
                   "searchers": ["a.system.json", "b.system.json"],
@@ -231,4 +233,4 @@ def test_a_learned_fusion_entry_is_checked(tmp_path):
             build_plan(load_config(demo_config(), overrides=[f"runs.all.grid={json.dumps(grid)}"]))
     with pytest.raises(ClirplugError, match="fuser: expected learned, or one of borda"):
         build_plan(load_config(demo_config(), overrides=['runs.dt+psq.fuser=["borda", "learned"]']))
-    assert FEATURES == ("score", "rr", "hit")
+    assert FEATURES == ("score", "borda", "rr", "hit")
