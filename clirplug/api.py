@@ -925,9 +925,10 @@ class FusionSearcher(Searcher):
     searchers : sequence of Searcher
         Any searchers of this module, dense retrieval and other fusions included.
     method : str
-        A fusion method of :data:`clirplug.fusion.FUSERS` (``borda``, ``rrf``, ``combsum``, ``combmnz``).
+        A fusion method of :data:`clirplug.fusion.FUSERS` (``borda``, ``rrf``, ``combsum``, ``combmnz``, ``learned``).
     weights : sequence of float, optional
-        One per searcher; the method's default without.
+        One per searcher; the method's default without. ``learned``: four per searcher, required
+        (:func:`clirplug.fusion.learned.fuse`).
     kappa : float, optional
         Two searchers: the weights ``(kappa, 1 - kappa)`` (``clirplug fuse --kappa``), instead of ``weights``.
     depth : int
@@ -936,8 +937,8 @@ class FusionSearcher(Searcher):
 
     def __init__(self, searchers: Sequence[Searcher], *, method: str = "borda", weights=None,
                  kappa: float | None = None, depth: int = 1000):
-        from clirplug.fusion import get_fuser
-        from clirplug.fusion._common import check_depth, check_weights, kappa_weights
+        from clirplug.fusion import check_fusion_weights, get_fuser
+        from clirplug.fusion._common import check_depth, kappa_weights
 
         get_fuser(method)
         self.searchers = [_checked_searcher(searcher, "each searcher fused") for searcher in searchers]
@@ -948,7 +949,7 @@ class FusionSearcher(Searcher):
             if len(self.searchers) != 2:
                 raise ClirplugError(f"kappa weighs two searchers, got {len(self.searchers)}: use weights=")
             weights = kappa_weights(kappa)
-        self.weights = None if weights is None else check_weights(weights, len(self.searchers), 1.0)
+        self.weights = check_fusion_weights(method, weights, len(self.searchers))
         self.depth = check_depth(depth)
         self._spec = {"searchers": self.searchers, "method": method, "weights": self.weights, "depth": depth}
 

@@ -106,12 +106,20 @@ class BowfdRun(Settings):
 
 @dataclass(frozen=True)
 class FusionRun(Settings):
-    """``fusion``: two runs fused with weights kappa, 1 - kappa tuned on the tune split."""
+    """``fusion``: two runs fused with weights kappa, 1 - kappa tuned on the tune split; with ``fuser: learned``, any
+    number of runs (every other run but fusions by default) fused by weights learned on the tune split's runs
+    (:mod:`clirplug.fusion.learned`)."""
 
-    runs: tuple[str, ...] | None = option(None, "the two runs fused")
+    runs: tuple[str, ...] | None = option(None, "the two runs fused (learned: the candidate inputs, by default every "
+                                          "run but fusions)")
     fuser: object | None = option(None, "fusion method (default: borda), or a list of them chosen with kappa")
     grid_step: float = option(KAPPA_STEP, "step of the kappa grid", above=0.0, high=1.0, metavar="STEP")
     measure: str = option("MAP", "measure maximized by kappa (an ir_measures name)")
+    grid: object | None = option(None, "learned: {depth: [...], l2: [...]}, chosen by cross-validation on the tune split")
+    pairs: int = option(200, "learned: document pairs sampled per tune-split topic", low=1)
+    seed: int = option(0, "learned: seed of the pair sampling")
+    folds: int = option(5, "learned: cross-validation folds of the tune split's topics", low=2)
+    min_gain: float = option(0.001, "learned: cross-validated MAP a run must add to become an input", low=0.0)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM or CombMNZ."""
+"""``clirplug fuse``: combine runs by weighted Borda count, RRF, CombSUM, CombMNZ or learned weights."""
 
 from clirplug.cli import add_output, add_run_file, notes_stream, write_run_file
 
-HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ), optionally tuning the weights"
+HELP = "fuse TREC runs (weighted Borda count, RRF, CombSUM, CombMNZ, learned weights), optionally tuning the weights"
 CURVE_SUFFIXES = (".tsv", ".png")  # the files of --curve PREFIX
 
 
@@ -16,7 +16,8 @@ def add_arguments(parser):
     weights = parser.add_mutually_exclusive_group()
     weights.add_argument("--kappa", type=float, default=None,
                          help="two runs: weights (kappa, 1 - kappa) (default: 0.5, or tuned with --tune-on)")
-    weights.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run")
+    weights.add_argument("--weights", type=float, nargs="+", metavar="W",
+                         help="one weight per run (learned: four per run, score borda rr hit, as an experiment learns them)")
     parser.add_argument("--depth", type=int, default=1000, help="K: top documents used of each run and kept (default: 1000)")
     add_output(parser, "fused TREC run to write (- for standard output)", stdout=True)
     add_run_file(parser)
@@ -24,7 +25,7 @@ def add_arguments(parser):
     tune.add_argument("--tune-on", metavar="QRELS", help="choose kappa by a grid on these (train) qrels")
     tune.add_argument("--tune-runs", nargs=2, metavar="RUN",
                       help="the two runs on the tuning topics (default: the --runs, restricted to the qrels' topics)")
-    add_settings(tune, FusionRun, skip=("runs", "fuser"))
+    add_settings(tune, FusionRun, only=("grid_step", "measure"))  # the others: the experiment's learned fusion
     tune.add_argument("--curve", metavar="PREFIX",
                       help="write PREFIX.tsv and PREFIX.png with the curve (default: the output path + .kappa; "
                            "needed with --output -)")

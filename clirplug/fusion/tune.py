@@ -85,24 +85,31 @@ def _map_curve(table, grid, depth, by_hits, qrels, measure) -> list[float]:
     by_doc = np.lexsort((table["doc_codes"], query_codes))  # each query's rows together, in docid order
     blocks = query_codes[by_doc]
     starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1], True])
-    relevant_rows = np.flatnonzero(relevant[by_doc])
-    relevant_starts = np.searchsorted(relevant_rows, starts)
     qid_of_block = table["qid"][by_doc[starts[:-1]]].tolist()
     counts = judged.groupby("qid").size()
     num_relevant = np.array([counts.get(qid, 0) for qid in qid_of_block], dtype=np.int64)
     block_of = {qid: block for block, qid in enumerate(qid_of_block)}
     blocks_in_order = [block_of.get(qid) for qid in sorted(set(qrels["qid"]))]
-    kernel = _ap_kernel()
     values = []
     for kappa in grid:
         scores = _kappa_scores(table, kappa, by_hits)[by_doc]
-        if kernel is not None:
-            ap = kernel.average_precisions(scores, starts, relevant_rows, relevant_starts, depth, num_relevant)
-        else:
-            ap = _sorted_average_precisions(scores, starts, relevant[by_doc], depth, num_relevant)
-        ap = ap.tolist()
+        ap = average_precisions(scores, starts, relevant[by_doc], depth, num_relevant).tolist()
         values.append(aggregate(measure, [0.0 if block is None else ap[block] for block in blocks_in_order]))
     return values
+
+
+def average_precisions(scores, starts, relevant, depth, num_relevant):
+    """trec_eval's AP of each query block ``starts[q]:starts[q + 1]`` of rows (in docid order within a block)
+    scored ``scores``, cut at ``depth``; ``relevant`` marks the relevant rows, ``num_relevant[q]`` counts the
+    block's relevant documents in the qrels: by the compiled kernel, or without numba by sorting."""
+    import numpy as np
+
+    kernel = _ap_kernel()
+    if kernel is None:
+        return _sorted_average_precisions(scores, starts, relevant, depth, num_relevant)
+    relevant_rows = np.flatnonzero(relevant)
+    relevant_starts = np.searchsorted(relevant_rows, starts)
+    return kernel.average_precisions(scores, starts, relevant_rows, relevant_starts, depth, num_relevant)
 
 
 def _ap_kernel():

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.jvm
 
 FIELDS = ("title", "desc")
 RUNS = ("floor", "dt", "dt-queries", "psq", "bowfd", "bowfd+ltr", "bowfd-nolm", "boost", "dt+psq", "dt+boost",
-        "psq+boost", "dense", "dt+dense", "psq+dense", "bowfd+dense")
+        "psq+boost", "dense", "dt+dense", "psq+dense", "bowfd+dense", "all")
 
 
 @pytest.fixture(scope="module")

@@ -183,7 +183,8 @@ METHOD_FLAGS = {
     "bowfd": {"candidates": ("rerank", "--candidates"), "kind": ("rerank", "--kind"), "lm": ("rerank", "--lm"),
               "depth": ("rerank", "--depth")},
     "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
-               "measure": ("fuse", "--measure")},
+               "measure": ("fuse", "--measure"), "grid": None, "pairs": None, "seed": None, "folds": None,
+               "min_gain": None},
     "dense": {"words": ("search", "--words"), "grid": None, "search": ("search", "--search"), "m": ("search", "--m"),
               "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search")},
 }

@@ -5,7 +5,7 @@ import pytest
 
 from clirplug.cli import main
 from clirplug.errors import ClirplugError
-from clirplug.fusion import FUSERS, fuse
+from clirplug.fusion import FUSERS, LEARNED, PARTS, fuse
 from clirplug.fusion.tune import best_kappa, kappa_curve, kappa_grid, plot_curve, write_curve
 from clirplug.io.runs import read_run, sort_run, write_run
 
@@ -87,7 +87,8 @@ def test_combsum_and_combmnz_over_min_max_scores():
 
 @pytest.mark.parametrize("method", list(FUSERS))
 def test_every_method_cuts_to_depth_and_sorts(method):
-    fused = fuse(method, [RUN_A, RUN_B], depth=2)
+    weights = [1.0, 0.5, 2.0, -0.1] * 2 if method == LEARNED else None  # the learned fusion has no default weights
+    fused = fuse(method, [RUN_A, RUN_B], weights=weights, depth=2)
     assert fused.groupby("qid").size().max() <= 2
     for _, group in fused.groupby("qid"):
         assert list(group["score"]) == sorted(group["score"], reverse=True)
@@ -138,7 +139,7 @@ def test_kappa_curve_and_best_kappa():
 
 
 @pytest.mark.parametrize("measure", ["MAP", "nDCG@10"])  # MAP has its own exact path (no run is built)
-@pytest.mark.parametrize("method", sorted(FUSERS))
+@pytest.mark.parametrize("method", sorted(PARTS))  # the methods tuned by kappa (all but learned)
 def test_kappa_curve_equals_fusing_each_kappa(method, measure):
     """The curve reuses each run's contributions; it must equal fusing and evaluating kappa by kappa."""
     import numpy as np

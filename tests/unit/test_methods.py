@@ -12,7 +12,8 @@ from clirplug.methods import METHODS, NEEDS, RUNS, TRAINING
 pytestmark = pytest.mark.cli  # reads the rerank command's methods
 # Where each setting of a method reaches its library function: the parameter of that name, another
 # parameter (psq's psq is the settings= PsqSettings, its kind the kind of source=, a PsqSource;
-# fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure,
+# fusion's fuser is method=), or None for what only an experiment reads: the tuning grids and measure (and the
+# learned fusion's learning settings),
 # and dt's weights, which choose the decoder weights file of the experiment's translate stage.
 PARAMETERS = {
     "bm25": {"k1": "k1", "b": "b"},
@@ -21,7 +22,8 @@ PARAMETERS = {
     "psq": {"psq": "settings", "kind": "source.kind", "grid": None},
     "boost": {"candidates": "candidates"},
     "bowfd": {"candidates": "candidates", "kind": "kind", "lm": "lm", "depth": "depth"},
-    "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None},
+    "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None, "grid": None, "pairs": None,
+               "seed": None, "folds": None, "min_gain": None},
     "dense": {"words": "words", "grid": None, "search": "search", "m": "m", "ef_construction": "ef_construction",
               "ef_search": "ef_search"},
 }

@@ -16,18 +16,22 @@ from clirplug.system_file import system_path
 def plan_fusion(plan: Plan, spec, splits) -> None:
     """Two runs fused with weights (kappa, 1 - kappa), kappa tuned on the tune split (paper 001, Fig. 1-3);
     a list of fusion methods (``fuser: [borda, rrf]``) is a grid, the method chosen with kappa."""
-    from clirplug.fusion import FUSERS
+    from clirplug.fusion import FUSERS, LEARNED
 
     c, s = plan.config, spec.settings
+    if s.fuser == LEARNED:  # any number of runs, weights learned (clirplug.experiment.planners.learned)
+        from clirplug.experiment.planners.learned import plan_learned_fusion
+
+        return plan_learned_fusion(plan, spec, splits)
     if len(s.runs or ()) != 2:
         raise ClirplugError(f"{c.source}: runs.{spec.name}.runs: a tuned fusion takes exactly two runs")
     tune_qrels = c.collection.qrels(c.tune_split)
     if not tune_qrels.is_file():
         raise ClirplugError(f"{c.source}: runs.{spec.name}: {tune_qrels}: no such file (kappa is tuned on it)")
     fusers = [s.fuser or "borda"] if not isinstance(s.fuser, list) else s.fuser
-    if not fusers or any(f not in FUSERS for f in fusers):
-        raise ClirplugError(f"{c.source}: runs.{spec.name}.fuser: expected one of {', '.join(FUSERS)} or a list of them "
-                            f"(a grid), got {s.fuser!r}")
+    if not fusers or any(f not in FUSERS or f == LEARNED for f in fusers):
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.fuser: expected {LEARNED}, or one of "
+                            f"{', '.join(f for f in FUSERS if f != LEARNED)} or a list of them (a grid), got {s.fuser!r}")
     for other in s.runs:
         plan.runs_of(other, [c.tune_split, *splits])
     drawn = plots.available()  # the kappa curve's PNG needs matplotlib (the plots extra)
