@@ -496,7 +496,7 @@ class Hypergraph:
             try:
                 rule = edge["rule"]
                 builder.add_edge(edge["head"], edge["tails"], edge["features"],
-                                 tuple(edge["template"]), tuple(tuple(a) for a in edge["alignment"]),
+                                 tuple(edge["template"]), tuple(map(tuple, edge["alignment"])),
                                  decode_rule(rule) if decode_rule and rule is not None else rule)
             except (KeyError, TypeError) as error:
                 raise ClirplugError(f"{source}: edge {i}: missing or malformed field ({error})") from error
@@ -717,4 +717,6 @@ def build_tree(root, expand):
 
 def _tupled(value):
     """JSON lists back to tuples (labels are compared and hashed as tuples)."""
-    return tuple(map(_tupled, value)) if isinstance(value, list) else value
+    if not isinstance(value, list):
+        return value
+    return tuple([_tupled(item) if isinstance(item, list) else item for item in value])

@@ -47,6 +47,9 @@ def check_source_language(model_dir, src_lang: str) -> None:
                             f"not on {src_lang}: the source language ({src_lang}) does not match the model")
 
 
+RULES_KEPT = 200_000  # parsed rules of cached forests kept for the next forests
+
+
 class Translator:
     """Translate text with the model in ``model_dir`` (layout in ``docs/models.md``).
 
@@ -184,10 +187,16 @@ class Translator:
         with gc_paused():
             data = self._read(path)
             if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
-                return Hypergraph.from_json(data, functools.lru_cache(maxsize=None)(parse_rule), str(path))
+                return Hypergraph.from_json(data, self._parsed_rule, str(path))
         forest = self._decoder_for(tokens).forest(tokens)
         self._write(path, forest.to_json(format_rule))
         return forest
+
+    @functools.cached_property
+    def _parsed_rule(self):
+        """:func:`parse_rule`, each rule parsed once for all the forests read (rules are immutable; forests of
+        different queries share many)."""
+        return functools.lru_cache(maxsize=RULES_KEPT)(parse_rule)
 
     def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None,
                   unique: bool = False) -> list[Translation]:

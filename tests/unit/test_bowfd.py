@@ -16,7 +16,9 @@ from clirplug.rerank.bowfd import (
     bm25_matrix,
     combine_sentences,
     derivation_edge_counts,
+    derivation_walk,
     derivation_yield,
+    explain_sentence,
     lex_features,
     restrict_incoming,
     rsj,
@@ -183,6 +185,49 @@ def test_winning_derivation_scores_what_it_yields(seed):
         fired = (sentence.counts.T @ counts) @ bm25[d]  # the IR features along the derivation
         assert fired == pytest.approx(ir, abs=1e-12)
         assert result.scores[d] == pytest.approx(counts @ smt_scores + v * ir, abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_derivation_walk_reads_the_derivation_tree_of_the_back_pointers(seed):
+    """The walk off the templates gives the edges and the words of the derivation tree the pointers make."""
+    rng = np.random.default_rng(200 + seed)
+    forest = random_forest(rng)
+    sentence = PreparedSentence(forest, analyze)
+    bm25, _ = toy_documents(rng, sentence, num_docs=6)
+    weights = BowfdWeights(smt=SMT, v=1.3)
+    result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25,
+                            back_pointers=True)
+    for d in range(6):
+        pointers = result.back_pointers(d)
+        tree = forest.derivation_from_backpointers(pointers)
+        edges, words = derivation_walk(forest, pointers)
+        assert sorted(edges) == sorted(forest.derivation_edges(tree))
+        assert words == derivation_yield(forest, pointers) == forest.derivation_yield(tree)[0]
+        np.testing.assert_array_equal(derivation_edge_counts(forest, pointers),
+                                      np.bincount(forest.derivation_edges(tree), minlength=forest.num_edges))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_explain_sentence_equals_each_document_explained_alone(seed):
+    """All documents explained at once: each one's yield, score and fired BM25 features (c(t) bm25(t, d), to the
+    last bit) as when its derivation tree is built and its term counts summed on its own."""
+    rng = np.random.default_rng(300 + seed)
+    forest = random_forest(rng)
+    sentence = PreparedSentence(forest, analyze)
+    bm25, _ = toy_documents(rng, sentence, num_docs=7)  # document 0 is pre-filtered
+    weights = BowfdWeights(smt=SMT, v=1.3)
+    result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25,
+                            back_pointers=True)
+    explained = explain_sentence(sentence, result, bm25)
+    assert len(explained) == 7 and explained[0]["prefiltered"]
+    for d, record in enumerate(explained):
+        tree = forest.derivation_from_backpointers(result.back_pointers(d))
+        counts = np.bincount(forest.derivation_edges(tree), minlength=forest.num_edges).astype(float)
+        term_counts = sentence.counts.T @ counts
+        fired = {str(t): round(float(c * v), 6) for t, c, v in zip(sentence.terms, term_counts, bm25[d]) if c and v}
+        assert record == {"yield": " ".join(forest.derivation_yield(tree)[0]), "score": float(result.scores[d]),
+                          "prefiltered": not result.active[d], "bm25": fired}
+        assert list(record["bm25"]) == list(fired)  # in the order of the sentence's terms
 
 
 def test_v_zero_gives_every_document_the_smt_viterbi_score():
