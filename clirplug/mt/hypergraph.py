@@ -499,6 +499,9 @@ class Hypergraph:
         """
         if not isinstance(data, dict) or data.get("format") != "clirplug-hypergraph/1":
             raise ClirplugError(f"{source}: not a clirplug hypergraph (expected format clirplug-hypergraph/1)")
+        built = cls._from_built_json(data, decode_rule)
+        if built is not None:
+            return built
         builder = HypergraphBuilder()
         for label in data["nodes"]:
             builder.add_node(_tupled(label))
@@ -511,6 +514,43 @@ class Hypergraph:
             except (KeyError, TypeError) as error:
                 raise ClirplugError(f"{source}: edge {i}: missing or malformed field ({error})") from error
         return builder.build(len(data["nodes"]) - 1)
+
+    @classmethod
+    def _from_built_json(cls, data: dict, decode_rule) -> Hypergraph | None:
+        """:meth:`from_json` of a graph :meth:`HypergraphBuilder.build` would leave as it is (what :meth:`to_json`
+        writes: nodes in level order, edges by head, every node alive and reached from the goal), made
+        without the builder; None for any other graph (or malformed data), which goes through the builder."""
+        try:
+            nodes, edges = data["nodes"], data["edges"]
+            heads = np.array([edge["head"] for edge in edges], dtype=np.int64)
+            tails = [tuple(edge["tails"]) for edge in edges]
+            n = len(nodes)
+            matrix = _tail_matrix(tails, n)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        if not n or heads.size == 0 or heads.min() < 0 or heads.max() >= n or matrix.min(initial=0) < 0 \
+                or np.any(np.diff(heads) < 0) or np.any((matrix >= heads[:, None]) & (matrix != n)) \
+                or np.count_nonzero(matrix < n) != sum(map(len, tails)):  # every tail a node before its head
+            return None
+        try:
+            reached, usable = _sweep_topological(heads, matrix, n, n - 1)
+        except ValueError:  # the goal has no derivation: the builder says so
+            return None
+        if not reached.all() or not usable.all():
+            return None
+        levels = _levels(heads, matrix, n)
+        if np.any(np.diff(levels) < 0):
+            return None
+        try:
+            rules = [edge["rule"] for edge in edges]
+            if decode_rule:
+                rules = [decode_rule(rule) if rule is not None else None for rule in rules]
+            return cls(labels=[_tupled(label) for label in nodes], heads=heads, tails=_renumbered(tails, matrix),
+                       features=[edge["features"] for edge in edges],
+                       templates=[tuple(edge["template"]) for edge in edges],
+                       alignments=[tuple(map(tuple, edge["alignment"])) for edge in edges], rules=rules, levels=levels)
+        except (KeyError, TypeError):
+            return None
 
     def save(self, path, encode_rule: Callable[[Any], Any] = str) -> None:
         """Write :meth:`to_json` to ``path`` atomically (gzip when it ends in ``.gz``)."""
