@@ -850,15 +850,17 @@ class BowfdSearcher(Reranker):
             raise ClirplugError("BowfdSearcher needs a first_stage to search; rerank() takes candidates")
         reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
                                   topics=topics)
-        frame = reranker.rerank(topics, candidates, self.depth, progress=progress)
+        records: dict[str, list[dict]] = {}  # the winning derivations of the scoring pass itself
+        frame = reranker.rerank(topics, candidates, self.depth, progress=progress, records=records)
         frame = frame[frame["rank"] <= k]
+        kept = set(zip(frame["qid"], frame["docid"]))
         derivations, self._explained = {}, {}
         for topic in topics:
-            docids = frame.loc[frame["qid"] == topic.id, "docid"].tolist()
             text = topic_field(topic, self.settings.field)
-            for record in reranker.derivations(text, docids) if docids else []:
-                derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
-                self._explained[text, record["docid"]] = explanation(record, reranker.weights)
+            for record in records.get(topic.id, ()):
+                if (topic.id, record["docid"]) in kept:
+                    derivations[topic.id, record["docid"]] = " ".join(s["yield"] for s in record["sentences"])
+                    self._explained[text, record["docid"]] = functools.partial(explanation, record, reranker.weights)
         return frame.assign(translation=[derivations.get(key) for key in zip(frame["qid"], frame["docid"])])
 
     def explanations(self, query: str, docids: Sequence[str]) -> dict[str, dict]:
@@ -876,9 +878,9 @@ class BowfdSearcher(Reranker):
 
             reranker = bowfd_reranker(self.model.translator, self.index, self.settings, self.weights, self.v, self.lm,
                                       topics=[Topic("q", query, query, query)])
-            known = {**known, **{(query, record["docid"]): explanation(record, reranker.weights)
+            known = {**known, **{(query, record["docid"]): functools.partial(explanation, record, reranker.weights)
                                  for record in reranker.derivations(query, missing)}}
-        shown.update({docid: known[query, docid] for docid in docids if (query, docid) in known})
+        shown.update({docid: known[query, docid]() for docid in docids if (query, docid) in known})
         return shown
 
 

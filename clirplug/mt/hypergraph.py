@@ -23,6 +23,7 @@ weightings at once (a few numpy steps per level), as the BOW-FD reranker does pe
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import gzip
 import json
@@ -204,7 +205,7 @@ def _sweep_topological(heads, tails, n, goal):
     alive[n] = True
     alive[heads] = True
     while True:
-        usable = alive[tails].all(axis=1)
+        usable = ~_row_max(~alive[tails], False)  # every tail alive
         now = np.zeros(n + 1, dtype=bool)
         now[n] = True
         now[heads[usable]] = True
@@ -230,10 +231,19 @@ def _levels(heads, tails, n) -> np.ndarray:
     while True:
         now = np.zeros(n + 1, dtype=np.int64)
         now[n] = -1
-        np.maximum.at(now, heads, level[tails].max(axis=1, initial=-1) + 1)
+        np.maximum.at(now, heads, _row_max(level[tails], -1) + 1)
         if np.array_equal(now, level):
             return level[:n]
         level = now
+
+
+def _row_max(matrix: np.ndarray, initial) -> np.ndarray:
+    """Each row's maximum (at least ``initial``) of a matrix of few columns, a column at a time (numpy's
+    ``max(axis=1)`` over rows of two or three values is many times slower)."""
+    out = np.full(matrix.shape[0], initial, dtype=matrix.dtype)
+    for column in matrix.T:
+        np.maximum(out, column, out=out)
+    return out
 
 
 def _feature_matrix(features, extras, m):
@@ -489,6 +499,9 @@ class Hypergraph:
         """
         if not isinstance(data, dict) or data.get("format") != "clirplug-hypergraph/1":
             raise ClirplugError(f"{source}: not a clirplug hypergraph (expected format clirplug-hypergraph/1)")
+        built = cls._from_built_json(data, decode_rule)
+        if built is not None:
+            return built
         builder = HypergraphBuilder()
         for label in data["nodes"]:
             builder.add_node(_tupled(label))
@@ -496,11 +509,48 @@ class Hypergraph:
             try:
                 rule = edge["rule"]
                 builder.add_edge(edge["head"], edge["tails"], edge["features"],
-                                 tuple(edge["template"]), tuple(tuple(a) for a in edge["alignment"]),
+                                 tuple(edge["template"]), tuple(map(tuple, edge["alignment"])),
                                  decode_rule(rule) if decode_rule and rule is not None else rule)
             except (KeyError, TypeError) as error:
                 raise ClirplugError(f"{source}: edge {i}: missing or malformed field ({error})") from error
         return builder.build(len(data["nodes"]) - 1)
+
+    @classmethod
+    def _from_built_json(cls, data: dict, decode_rule) -> Hypergraph | None:
+        """:meth:`from_json` of a graph :meth:`HypergraphBuilder.build` would leave as it is (what :meth:`to_json`
+        writes: nodes in level order, edges by head, every node alive and reached from the goal), made
+        without the builder; None for any other graph (or malformed data), which goes through the builder."""
+        try:
+            nodes, edges = data["nodes"], data["edges"]
+            heads = np.array([edge["head"] for edge in edges], dtype=np.int64)
+            tails = [tuple(edge["tails"]) for edge in edges]
+            n = len(nodes)
+            matrix = _tail_matrix(tails, n)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        if not n or heads.size == 0 or heads.min() < 0 or heads.max() >= n or matrix.min(initial=0) < 0 \
+                or np.any(np.diff(heads) < 0) or np.any((matrix >= heads[:, None]) & (matrix != n)) \
+                or np.count_nonzero(matrix < n) != sum(map(len, tails)):  # every tail a node before its head
+            return None
+        try:
+            reached, usable = _sweep_topological(heads, matrix, n, n - 1)
+        except ValueError:  # the goal has no derivation: the builder says so
+            return None
+        if not reached.all() or not usable.all():
+            return None
+        levels = _levels(heads, matrix, n)
+        if np.any(np.diff(levels) < 0):
+            return None
+        try:
+            rules = [edge["rule"] for edge in edges]
+            if decode_rule:
+                rules = [decode_rule(rule) if rule is not None else None for rule in rules]
+            return cls(labels=[_tupled(label) for label in nodes], heads=heads, tails=_renumbered(tails, matrix),
+                       features=[edge["features"] for edge in edges],
+                       templates=[tuple(edge["template"]) for edge in edges],
+                       alignments=[tuple(map(tuple, edge["alignment"])) for edge in edges], rules=rules, levels=levels)
+        except (KeyError, TypeError):
+            return None
 
     def save(self, path, encode_rule: Callable[[Any], Any] = str) -> None:
         """Write :meth:`to_json` to ``path`` atomically (gzip when it ends in ``.gz``)."""
@@ -538,7 +588,7 @@ class ViterbiPlan:
     ----------
     order : numpy.ndarray of int
         ``order[i]`` is the forest edge stored at row ``i``.
-    levels : list of (first node, end node, first row, end row, rank block sizes, tail incidence)
+    levels : list of (first node, end node, first row, end row, rank block sizes, whether a row has tails)
     row_node, node_rows : numpy.ndarray of int
         The Viterbi table row of each stored edge's head, and of each forest node.
     goal : int
@@ -553,42 +603,47 @@ class ViterbiPlan:
         degree = np.diff(forest.offsets)
         new_id = np.empty(n + 1, dtype=np.int64)
         new_id[n] = n  # the tails' padding
-        order, row_node, self.levels = [], [], []
-        row = 0
-        for level in range(len(forest.level_bounds) - 1):
-            first, last = int(forest.level_bounds[level]), int(forest.level_bounds[level + 1])
-            nodes = first + np.argsort(-degree[first:last], kind="stable")
-            new_id[nodes] = np.arange(first, last)
-            deg = degree[nodes]
-            sizes = [int(np.count_nonzero(deg > j)) for j in range(int(deg.max(initial=0)))]
-            edges = np.concatenate([forest.offsets[nodes[:size]] + j for j, size in enumerate(sizes)] or
-                                   [np.zeros(0, dtype=np.int64)])
-            order.append(edges)
-            row_node.extend(np.arange(first, first + size) for size in sizes)
-            tails = new_id[forest.tail_matrix[edges]]  # tails lie in lower levels: already renumbered
-            real = tails < n
-            incidence = None
-            if real.any():
-                incidence = sp.csr_matrix((np.ones(int(real.sum()), dtype=np.float32),
-                                           (np.repeat(np.arange(len(edges)), real.sum(axis=1)), tails[real])),
-                                          shape=(len(edges), n))
-            self.levels.append((first, last, row, row + len(edges), sizes, incidence))
-            row += len(edges)
-        self.order = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
-        self.row_node = np.concatenate(row_node) if row_node else np.zeros(0, dtype=np.int64)
+        # each level's nodes by decreasing in-degree (stable), renumbered in that order
+        level_of = np.repeat(np.arange(len(forest.level_bounds) - 1), np.diff(forest.level_bounds))
+        nodes = np.lexsort((np.arange(n), -degree, level_of))
+        new_id[nodes] = np.arange(n)
+        # the rows: within a level, every node's first edge, then every second edge, ... (rank-major)
+        node_of_edge = np.repeat(nodes, degree[nodes])
+        rank = np.arange(len(node_of_edge)) - np.repeat(np.cumsum(degree[nodes]) - degree[nodes], degree[nodes])
+        rows = np.lexsort((new_id[node_of_edge], rank, level_of[node_of_edge]))
+        self.order = (forest.offsets[node_of_edge] + rank)[rows]
+        self.row_node = new_id[node_of_edge][rows]
         self.node_rows = new_id[:n]
         self.goal = int(new_id[forest.goal])
         self.num_nodes = n
-        # the same levels row by row, for the compiled recursion: the tails' incidence of every row (with
-        # whether its level adds one), and each node's first row
-        blocks = [incidence if incidence is not None else sp.csr_matrix((hi - lo, n), dtype=np.float32)
-                  for _, _, lo, hi, _, incidence in self.levels]
-        self.tails = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, n), dtype=np.float32)
-        self.adds_tails = np.repeat([incidence is not None for *_, incidence in self.levels],
+        # the tails' incidence of every row (renumbered; tails lie in lower levels)
+        tails = new_id[forest.tail_matrix[self.order]] if len(self.order) else np.zeros((0, 0), dtype=np.int64)
+        real = tails < n
+        self.tails = sp.csr_matrix((np.ones(int(real.sum()), dtype=np.float32),
+                                    (np.repeat(np.arange(len(self.order)), real.sum(axis=1)), tails[real])),
+                                   shape=(len(self.order), n))
+        # the levels: (first node, end node, first row, end row, rank block sizes, whether a row has a tail)
+        self.levels = []
+        level_rows = np.searchsorted(level_of[self.row_node] if len(self.order) else np.zeros(0, dtype=np.int64),
+                                     np.arange(len(forest.level_bounds)))
+        for level in range(len(forest.level_bounds) - 1):
+            first, last = int(forest.level_bounds[level]), int(forest.level_bounds[level + 1])
+            deg = degree[nodes[first:last]]
+            top = int(deg.max(initial=0))
+            sizes = (len(deg) - np.cumsum(np.bincount(deg, minlength=top + 1))[:top]).tolist()
+            lo, hi = int(level_rows[level]), int(level_rows[level + 1])
+            self.levels.append((first, last, lo, hi, sizes, bool(real[lo:hi].any())))
+        # the same levels row by row, for the compiled recursion: whether its level adds the tails, and
+        # whether the row is its node's first
+        self.adds_tails = np.repeat([adds for *_, adds in self.levels],
                                     [hi - lo for _, _, lo, hi, _, _ in self.levels]).astype(bool)
         self.first_rank = np.zeros(len(self.order), dtype=bool)
-        for _, _, lo, _, sizes, _ in self.levels:
-            self.first_rank[lo:lo + (sizes[0] if sizes else 0)] = True
+        self.first_rank[rank[rows] == 0] = True
+
+    @functools.cached_property
+    def _incidence(self) -> list:
+        """Each level's rows of :attr:`tails` (None for a level without tails), for the numpy recursion."""
+        return [self.tails[lo:hi] if adds else None for _, _, lo, hi, _, adds in self.levels]
 
     def scores(self, edge_scores: np.ndarray) -> np.ndarray:
         """The Viterbi score of each column of ``edge_scores`` (``E × D``, rows in :attr:`order`).
@@ -647,7 +702,7 @@ class ViterbiPlan:
     def _inside(self, table: np.ndarray) -> np.ndarray:
         """The Viterbi table (node rows × columns); ``table``'s rows become the edges' values."""
         beta = np.empty((self.num_nodes, table.shape[1]), dtype=table.dtype)
-        for first, last, lo, hi, sizes, incidence in self.levels:
+        for (first, last, lo, hi, sizes, _), incidence in zip(self.levels, self._incidence):
             parts = table[lo:hi]
             if incidence is not None:  # the tails' scores, added in place into this level's edges
                 parts += incidence @ beta
@@ -717,4 +772,6 @@ def build_tree(root, expand):
 
 def _tupled(value):
     """JSON lists back to tuples (labels are compared and hashed as tuples)."""
-    return tuple(map(_tupled, value)) if isinstance(value, list) else value
+    if not isinstance(value, list):
+        return value
+    return tuple([_tupled(item) if isinstance(item, list) else item for item in value])

@@ -47,6 +47,9 @@ def check_source_language(model_dir, src_lang: str) -> None:
                             f"not on {src_lang}: the source language ({src_lang}) does not match the model")
 
 
+RULES_KEPT = 200_000  # parsed rules of cached forests kept for the next forests
+
+
 class Translator:
     """Translate text with the model in ``model_dir`` (layout in ``docs/models.md``).
 
@@ -125,9 +128,15 @@ class Translator:
         if self._decoder is None:
             rules = self._rules if self._rules is not None else read_grammar(self.grammar_path, self._restriction)
             self._rules = None
-            self._decoder = Decoder(rules, LanguageModel(self.lm_path), self.weights, pop_limit=self.pop_limit,
+            self._decoder = Decoder(rules, self._language_model, self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
         return self._decoder
+
+    @functools.cached_property
+    def _language_model(self) -> LanguageModel:
+        """The LM, loaded once: a decoder made again for an enlarged :meth:`restrict` keeps it (it does not
+        depend on the rules)."""
+        return LanguageModel(self.lm_path)
 
     def restrict_topics(self, topics, field: str) -> None:
         """:meth:`restrict` to the sentences of the topics' ``field`` (:meth:`topic_sentences`)."""
@@ -184,10 +193,16 @@ class Translator:
         with gc_paused():
             data = self._read(path)
             if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
-                return Hypergraph.from_json(data, functools.lru_cache(maxsize=None)(parse_rule), str(path))
+                return Hypergraph.from_json(data, self._parsed_rule, str(path))
         forest = self._decoder_for(tokens).forest(tokens)
         self._write(path, forest.to_json(format_rule))
         return forest
+
+    @functools.cached_property
+    def _parsed_rule(self):
+        """:func:`parse_rule`, each rule parsed once for all the forests read (rules are immutable; forests of
+        different queries share many)."""
+        return functools.lru_cache(maxsize=RULES_KEPT)(parse_rule)
 
     def translate(self, tokens: Sequence[str], nbest: int = 1, forest: Hypergraph | None = None,
                   unique: bool = False) -> list[Translation]:

@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -352,18 +353,56 @@ def combine_sentences(sentence_scores: Sequence[np.ndarray], k: int = DEFAULT_SE
 
 def derivation_edge_counts(forest: Hypergraph, pointers: np.ndarray) -> np.ndarray:
     """How often each edge occurs in the derivation that follows ``pointers`` down from the goal."""
-    counts = np.zeros(forest.num_edges)
-    stack = [forest.goal]
-    while stack:
-        e = int(pointers[stack.pop()])
-        counts[e] += 1
-        stack.extend(forest.tails[e])
-    return counts
+    return np.bincount(np.asarray(derivation_walk(forest, pointers)[0], dtype=np.int64),
+                       minlength=forest.num_edges).astype(float)
 
 
 def derivation_yield(forest: Hypergraph, pointers: np.ndarray) -> tuple[str, ...]:
     """The target words of the derivation that follows ``pointers``."""
-    return forest.derivation_yield(forest.derivation_from_backpointers(pointers))[0]
+    return derivation_walk(forest, pointers)[1]
+
+
+def derivation_walk(forest: Hypergraph, pointers: np.ndarray) -> tuple[list[int], tuple[str, ...]]:
+    """The edges (in pre-order, an edge as often as it occurs) and the target words of the derivation that
+    follows ``pointers`` down from the goal: :meth:`Hypergraph.derivation_yield`'s words, read off the templates
+    without building the derivation tree."""
+    edges: list[int] = []
+    words: list[str] = []
+    stack = [(int(pointers[forest.goal]), 0)]  # (edge, next template position)
+    while stack:
+        e, p = stack.pop()
+        if p == 0:
+            edges.append(e)
+        template = forest.templates[e]
+        while p < len(template) and isinstance(template[p], str):
+            words.append(template[p])
+            p += 1
+        if p < len(template):  # a tail: expand it, then come back after it
+            stack.append((e, p + 1))
+            stack.append((int(pointers[forest.tails[e][template[p]]]), 0))
+    return edges, tuple(words)
+
+
+def explain_sentence(sentence: PreparedSentence, result: SentenceScores, bm25: np.ndarray) -> list[dict]:
+    """Each document's winning derivation for one sentence (``result`` with back pointers; ``bm25`` its
+    ``D × T`` matrix): its yield, score, whether it was pre-filtered, and the BM25 features it fired
+    (``term: c(t) bm25(t, d)``, in the order of ``sentence.terms``)."""
+    forest, num_docs = sentence.forest, len(result.scores)
+    smt = derivation_walk(forest, result.back_pointers(int(np.argmin(result.active)))) if not result.active.all() \
+        else None  # shared by the pre-filtered documents
+    walks = [derivation_walk(forest, result.back_pointers(d)) if result.active[d] else smt for d in range(num_docs)]
+    # each derivation's term counts c(t): its edges' rows of c(e, t) summed (small integers: exact in any order)
+    lengths = np.fromiter((len(edges) for edges, _ in walks), dtype=np.int64, count=num_docs)
+    edges = np.fromiter(chain.from_iterable(edges for edges, _ in walks), dtype=np.int64, count=int(lengths.sum()))
+    occurrences = sp.csr_matrix((np.ones(len(edges)), (np.repeat(np.arange(num_docs), lengths), edges)),
+                                shape=(num_docs, forest.num_edges))
+    term_counts = (occurrences @ sentence.counts).toarray()
+    fired = (term_counts != 0) & (bm25 != 0)
+    terms = sentence.terms.tolist()
+    return [{"yield": " ".join(words), "score": float(result.scores[d]), "prefiltered": not bool(result.active[d]),
+             "bm25": {str(terms[t]): round(float(term_counts[d, t] * bm25[d, t]), 6)
+                      for t in np.flatnonzero(fired[d]).tolist()}}
+            for d, (_, words) in enumerate(walks)]
 
 
 # ============================================================================ the reranker
@@ -410,27 +449,33 @@ class BowFD:
     def score(self, sentences: Sequence[PreparedSentence], docs: np.ndarray, back_pointers: bool = False,
               weights: BowfdWeights | None = None) -> tuple[np.ndarray, list[SentenceScores]]:
         """Combined scores of the documents ``docs`` (internal numbers) and each sentence's result."""
+        scores, results, _ = self._scored(sentences, docs, back_pointers, weights)
+        return scores, results
+
+    def _scored(self, sentences, docs, back_pointers=False, weights=None):
+        """:meth:`score` and each sentence's ``D × T`` BM25 matrix (its columns the sentence's terms)."""
         weights = weights or self.weights
         terms = sorted({str(t) for sentence in sentences for t in sentence.terms})
         column = {t: i for i, t in enumerate(terms)}
         bm25 = bm25_matrix(self.index, terms, docs, self.config.k1, self.config.b)  # once for all sentences
-        results = []
+        results, own = [], []
         for sentence in sentences:
-            own = bm25[:, [column[t] for t in sentence.terms]]
+            own.append(bm25[:, [column[t] for t in sentence.terms]])
             results.append(score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms),
-                                          own, back_pointers))
+                                          own[-1], back_pointers))
         if not results:
-            return np.zeros(len(docs)), results
-        return combine_sentences([r.scores for r in results], self.config.sentence_depth), results
+            return np.zeros(len(docs)), results, own
+        return combine_sentences([r.scores for r in results], self.config.sentence_depth), results, own
 
     def rerank(self, topics, candidates, depth: int = 1000, field: str | None = None, progress: bool = False,
-               explain=None, latencies: dict[str, float] | None = None):
+               explain=None, latencies: dict[str, float] | None = None, records: dict[str, list[dict]] | None = None):
         """Rescore each topic's top ``depth`` candidates (a run frame); return a run frame.
 
         Candidates missing from the index are dropped with a warning (an error when all are). With ``explain`` (a writable text
         handle), one JSON line per (query, document) gives each sentence's winning yield, its
-        score and the BM25 features it fired. With ``latencies``, the seconds of each topic that
-        has candidates are added to its entry (0 when absent).
+        score and the BM25 features it fired. With ``records`` (a dict), each topic's records of
+        :meth:`derivations` (of this very scoring pass) are stored under its id. With ``latencies``, the
+        seconds of each topic that has candidates are added to its entry (0 when absent).
         """
         import pandas as pd
         from tqdm import tqdm
@@ -448,7 +493,7 @@ class BowFD:
             start = time.perf_counter()
             total += len(groups[topic.id])
             missing.extend((topic.id, d) for d in groups[topic.id] if d not in self._row)
-            rows.extend(self._topic_rows(topic, groups[topic.id], field, explain))
+            rows.extend(self._topic_rows(topic, groups[topic.id], field, explain, records))
             add_latency(latencies, topic.id, start)
         if missing:
             what = (f"{len(missing)} of {total} candidate documents are not in the index "
@@ -459,8 +504,10 @@ class BowFD:
         frame = pd.DataFrame(rows, columns=SCORED_COLUMNS)
         return sort_run(frame)
 
-    def _topic_rows(self, topic, candidates: Sequence[str], field: str, explain) -> list[tuple[str, str, float]]:
-        """``(qid, docid, score)`` of one topic's ``candidates`` found in the index (their records to ``explain``)."""
+    def _topic_rows(self, topic, candidates: Sequence[str], field: str, explain,
+                    records: dict[str, list[dict]] | None = None) -> list[tuple[str, str, float]]:
+        """``(qid, docid, score)`` of one topic's ``candidates`` found in the index (their records to ``explain``
+        and into ``records``)."""
         import json
 
         from clirplug.io.topics import topic_field
@@ -471,9 +518,13 @@ class BowFD:
         sentences = self.prepare(topic_field(topic, field), field)
         if not sentences:
             return []
-        scores, results = self.score(sentences, docs, back_pointers=explain is not None)
-        if explain is not None:
-            for record in self._records(sentences, results, scores, docs, docids):
+        derived = explain is not None or records is not None
+        scores, results, bm25 = self._scored(sentences, docs, back_pointers=derived)
+        if derived:
+            topic_records = self._records(sentences, results, scores, docids, bm25)
+            if records is not None:
+                records[topic.id] = topic_records
+            for record in topic_records if explain is not None else ():
                 explain.write(json.dumps({"qid": topic.id, **record}, ensure_ascii=False) + "\n")
         return list(zip([topic.id] * len(docids), docids, scores.tolist()))
 
@@ -487,23 +538,13 @@ class BowFD:
         if not kept:
             return []
         sentences = self.prepare(text, field)
-        scores, results = self.score(sentences, docs, back_pointers=True)
-        return self._records(sentences, results, scores, docs, kept)
+        scores, results, bm25 = self._scored(sentences, docs, back_pointers=True)
+        return self._records(sentences, results, scores, kept, bm25)
 
-    def _records(self, sentences, results, scores, docs, docids) -> list[dict]:
-        return [{"docid": docid, "score": float(scores[d]), "sentences": [
-            self.explain(sentence, result, docs, d) for sentence, result in zip(sentences, results)]}
-            for d, docid in enumerate(docids)]
-
-    def explain(self, sentence: PreparedSentence, result: SentenceScores, docs: np.ndarray, d: int) -> dict:
-        """Document ``d``'s winning derivation for one sentence: yield, score, fired BM25 features."""
-        pointers = result.back_pointers(d)
-        counts = derivation_edge_counts(sentence.forest, pointers)
-        term_counts = sentence.counts.T @ counts
-        bm25 = bm25_matrix(self.index, sentence.terms, docs[d:d + 1], self.config.k1, self.config.b)[0]
-        fired = {str(t): round(float(c * v), 6) for t, c, v in zip(sentence.terms, term_counts, bm25) if c and v}
-        return {"yield": " ".join(derivation_yield(sentence.forest, pointers)), "score": float(result.scores[d]),
-                "prefiltered": not bool(result.active[d]), "bm25": fired}
+    def _records(self, sentences, results, scores, docids, bm25) -> list[dict]:
+        explained = [explain_sentence(sentence, result, own) for sentence, result, own in zip(sentences, results, bm25)]
+        return [{"docid": docid, "score": float(scores[d]), "sentences": [sentence[d] for sentence in explained]}
+                for d, docid in enumerate(docids)]
 
 
 def explanation(record: Mapping, weights: BowfdWeights) -> dict:

@@ -203,3 +203,23 @@ def test_rerank_run_takes_the_weights_file_or_the_weights_loaded(model_dir, tiny
             for given in (tmp_path / "bowfd.weights", weights)]
     pd.testing.assert_frame_equal(*runs)
     assert weights == kept  # copied, not changed
+
+
+def test_records_of_the_reranking_pass_are_the_derivations_of_its_documents(bowfd):
+    """``rerank(records=...)`` hands back each topic's winning derivations from its own scoring pass: those
+    ``derivations`` finds for the same documents, and the run is the one reranked without them."""
+    import pandas as pd
+
+    from clirplug.io.topics import Topic
+
+    topics = [Topic(f"q{i}", text, text) for i, text in enumerate(QUERIES)]
+    docids = ["cp.1", "mv.1", "cat.1"]
+    candidates = pd.DataFrame({"qid": [t.id for t in topics for _ in docids], "docid": docids * len(topics),
+                               "score": [3.0, 2.0, 1.0] * len(topics)})
+    records: dict = {}
+    run = bowfd.rerank(topics, candidates, records=records)
+    pd.testing.assert_frame_equal(run, bowfd.rerank(topics, candidates))
+    assert list(records) == [t.id for t in topics]
+    for topic in topics:
+        assert records[topic.id] == bowfd.derivations(topic.desc, docids)
+        assert any(sentence["bm25"] for record in records[topic.id] for sentence in record["sentences"])

@@ -16,7 +16,9 @@ from clirplug.rerank.bowfd import (
     bm25_matrix,
     combine_sentences,
     derivation_edge_counts,
+    derivation_walk,
     derivation_yield,
+    explain_sentence,
     lex_features,
     restrict_incoming,
     rsj,
@@ -163,6 +165,56 @@ def test_plan_viterbi_equals_enumeration_on_nodes_of_many_incoming_edges(seed):
         assert sum(sizes) == hi - lo and sizes == sorted(sizes, reverse=True)
 
 
+def reference_plan(forest):
+    """ViterbiPlan's layout built level by level, node rank by node rank: the rows, their nodes and tails."""
+    n = forest.num_nodes
+    degree = np.diff(forest.offsets)
+    new_id = np.empty(n + 1, dtype=np.int64)
+    new_id[n] = n
+    order, row_node, levels, blocks = [], [], [], []
+    row = 0
+    for level in range(len(forest.level_bounds) - 1):
+        first, last = int(forest.level_bounds[level]), int(forest.level_bounds[level + 1])
+        nodes = first + np.argsort(-degree[first:last], kind="stable")
+        new_id[nodes] = np.arange(first, last)
+        deg = degree[nodes]
+        sizes = [int(np.count_nonzero(deg > j)) for j in range(int(deg.max(initial=0)))]
+        edges = np.concatenate([forest.offsets[nodes[:size]] + j for j, size in enumerate(sizes)] or
+                               [np.zeros(0, dtype=np.int64)])
+        order.append(edges)
+        row_node.extend(np.arange(first, first + size) for size in sizes)
+        tails = new_id[forest.tail_matrix[edges]]
+        real = tails < n
+        blocks.append(sp.csr_matrix((np.ones(int(real.sum()), dtype=np.float32),
+                                     (np.repeat(np.arange(len(edges)), real.sum(axis=1)), tails[real])),
+                                    shape=(len(edges), n)))
+        levels.append((first, last, row, row + len(edges), sizes, bool(real.any())))
+        row += len(edges)
+    return np.concatenate(order), np.concatenate(row_node), new_id[:n], levels, sp.vstack(blocks, format="csr")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_plan_layout_equals_the_level_by_level_construction(seed):
+    """The vectorized layout of the plan is the one built level by level (same rows, tails, blocks)."""
+    rng = np.random.default_rng(400 + seed)
+    forest = random_forest(rng, levels=int(rng.integers(2, 6)), width=int(rng.integers(2, 5)),
+                           edges_per_node=int(rng.integers(1, 6)))
+    plan = PreparedSentence(forest, analyze).plan
+    order, row_node, node_rows, levels, tails = reference_plan(forest)
+    np.testing.assert_array_equal(plan.order, order)
+    np.testing.assert_array_equal(plan.row_node, row_node)
+    np.testing.assert_array_equal(plan.node_rows, node_rows)
+    assert plan.levels == levels
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(plan.tails, name), getattr(tails, name))
+    first_rank = np.zeros(len(order), dtype=bool)
+    for _, _, lo, _, sizes, _ in levels:
+        first_rank[lo:lo + sizes[0]] = True
+    np.testing.assert_array_equal(plan.first_rank, first_rank)
+    np.testing.assert_array_equal(plan.adds_tails, np.repeat([adds for *_, adds in levels],
+                                                             [hi - lo for _, _, lo, hi, _, _ in levels]))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_winning_derivation_scores_what_it_yields(seed):
     """The winning derivation's score is its SMT score plus the BM25 of its yield's terms (with repeats)."""
@@ -183,6 +235,49 @@ def test_winning_derivation_scores_what_it_yields(seed):
         fired = (sentence.counts.T @ counts) @ bm25[d]  # the IR features along the derivation
         assert fired == pytest.approx(ir, abs=1e-12)
         assert result.scores[d] == pytest.approx(counts @ smt_scores + v * ir, abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_derivation_walk_reads_the_derivation_tree_of_the_back_pointers(seed):
+    """The walk off the templates gives the edges and the words of the derivation tree the pointers make."""
+    rng = np.random.default_rng(200 + seed)
+    forest = random_forest(rng)
+    sentence = PreparedSentence(forest, analyze)
+    bm25, _ = toy_documents(rng, sentence, num_docs=6)
+    weights = BowfdWeights(smt=SMT, v=1.3)
+    result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25,
+                            back_pointers=True)
+    for d in range(6):
+        pointers = result.back_pointers(d)
+        tree = forest.derivation_from_backpointers(pointers)
+        edges, words = derivation_walk(forest, pointers)
+        assert sorted(edges) == sorted(forest.derivation_edges(tree))
+        assert words == derivation_yield(forest, pointers) == forest.derivation_yield(tree)[0]
+        np.testing.assert_array_equal(derivation_edge_counts(forest, pointers),
+                                      np.bincount(forest.derivation_edges(tree), minlength=forest.num_edges))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_explain_sentence_equals_each_document_explained_alone(seed):
+    """All documents explained at once: each one's yield, score and fired BM25 features (c(t) bm25(t, d), to the
+    last bit) as when its derivation tree is built and its term counts summed on its own."""
+    rng = np.random.default_rng(300 + seed)
+    forest = random_forest(rng)
+    sentence = PreparedSentence(forest, analyze)
+    bm25, _ = toy_documents(rng, sentence, num_docs=7)  # document 0 is pre-filtered
+    weights = BowfdWeights(smt=SMT, v=1.3)
+    result = score_sentence(sentence, sentence.edge_scores(weights), weights.term_weights(sentence.terms), bm25,
+                            back_pointers=True)
+    explained = explain_sentence(sentence, result, bm25)
+    assert len(explained) == 7 and explained[0]["prefiltered"]
+    for d, record in enumerate(explained):
+        tree = forest.derivation_from_backpointers(result.back_pointers(d))
+        counts = np.bincount(forest.derivation_edges(tree), minlength=forest.num_edges).astype(float)
+        term_counts = sentence.counts.T @ counts
+        fired = {str(t): round(float(c * v), 6) for t, c, v in zip(sentence.terms, term_counts, bm25[d]) if c and v}
+        assert record == {"yield": " ".join(forest.derivation_yield(tree)[0]), "score": float(result.scores[d]),
+                          "prefiltered": not result.active[d], "bm25": fired}
+        assert list(record["bm25"]) == list(fired)  # in the order of the sentence's terms
 
 
 def test_v_zero_gives_every_document_the_smt_viterbi_score():

@@ -279,6 +279,42 @@ def test_beam_pruning_keeps_exactly_the_edges_within_the_beam():
     assert hg.prune(WEIGHTS, 100.0).num_edges == hg.num_edges
 
 
+def built_by_the_builder(data):
+    """A graph's JSON through :class:`HypergraphBuilder` (what :meth:`Hypergraph.from_json` did for every graph)."""
+    builder = HypergraphBuilder()
+    for label in data["nodes"]:
+        builder.add_node(hypergraph._tupled(label))
+    for edge in data["edges"]:
+        builder.add_edge(edge["head"], edge["tails"], edge["features"], tuple(edge["template"]),
+                         tuple(map(tuple, edge["alignment"])), edge["rule"])
+    return builder.build(len(data["nodes"]) - 1)
+
+
+def assert_same_graph(a, b):
+    for name in ("labels", "tails", "templates", "alignments", "rules", "feature_names"):
+        assert getattr(a, name) == getattr(b, name), name
+    for name in ("heads", "levels", "offsets", "level_bounds", "tail_matrix"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert (a.features != b.features).nnz == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_from_json_equals_the_builder_on_built_and_unbuilt_graphs(seed):
+    """A built graph's JSON is read without the builder; any other (edges out of order, a dead node, an
+    unreachable one) goes through it: the same graph either way."""
+    rng = np.random.default_rng(seed)
+    data = random_forest(seed).to_json()
+    assert_same_graph(Hypergraph.from_json(data), built_by_the_builder(data))
+    assert Hypergraph._from_built_json(data, None) is not None  # read directly
+    shuffled = dict(data, edges=[data["edges"][i] for i in rng.permutation(len(data["edges"]))])
+    assert_same_graph(Hypergraph.from_json(shuffled), built_by_the_builder(shuffled))
+    extra = dict(data, nodes=[["dead"], *data["nodes"]],  # a node without edges, and an unreachable leaf
+                 edges=[dict(edge, head=edge["head"] + 1, tails=[t + 1 for t in edge["tails"]]) for edge in data["edges"]])
+    assert_same_graph(Hypergraph.from_json(extra), built_by_the_builder(extra))
+    assert Hypergraph.from_json(extra).num_nodes == len(data["nodes"])
+    assert Hypergraph._from_built_json(extra, None) is None  # through the builder
+
+
 def test_json_round_trip(tmp_path):
     hg = random_forest(5)
     for name in ("forest.json", "forest.json.gz"):
