@@ -21,21 +21,12 @@ def plan_dt(plan: Plan, spec, splits) -> None:
     """
     c, s = plan.config, spec.settings
     index = plan.index()
-    variant = s.kind + ("" if s.weights == "bitext" else ".queries")
 
     def plan_part(part, fld):
-        out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
-        deps, inputs_from, weights = plan.translation_deps(s.kind, part.fold) + part.deps, part.inputs_from, None
-        if s.weights == "queries":
-            tuned = plan.stages[plan_query_weights(plan, s.kind, fld)]
-            deps, inputs_from, weights = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
-        translate = Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
-                          {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang, "field": fld,
-                           "topics": str(part.topics), "weights": weights},
-                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from)
-        plan.add(translate)
+        translate = plan.stages[plan_translation(plan, s.kind, s.weights, part, fld)]
+        out = translate.outputs[0]
         return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
-                              {**bm25_settings(c), "kind": s.kind, "weights": s.weights},
+                              {**bm25_settings(c), "kind": s.kind, "weights": s.weights, **_rm3_settings(s)},
                               deps=(index, translate.name), inputs_from=(out,))
 
     for split in splits:
@@ -44,6 +35,41 @@ def plan_dt(plan: Plan, spec, splits) -> None:
                            lambda part, fld=fld: plan_part(part, fld))
     if s.weights == "queries":  # tuned on desc queries' bitext lines: the grammars keep their words
         plan.source_text(desc_queries=True)
+
+
+def plan_translation(plan: Plan, kind: str, weights: str, part, fld: str) -> str:
+    """The ``translate`` stage of a part's topic field: 1-best translations by the part's model (a fold's for a
+    cross-fitted tune split) with the ``kind`` grammar, decoded with the bitext's weights or, for ``weights:
+    queries``, those tuned on parallel queries (:func:`plan_query_weights`); DT and the runs reusing its
+    translations (dense retrieval of the translated query) share it."""
+    c = plan.config
+    variant = kind + ("" if weights == "bitext" else ".queries")
+    out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
+    deps, inputs_from, weights_file = plan.translation_deps(kind, part.fold) + part.deps, part.inputs_from, None
+    if weights == "queries":
+        tuned = plan.stages[plan_query_weights(plan, kind, fld)]
+        deps, inputs_from, weights_file = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
+    return plan.add(Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
+                          {"model": str(part.model_dir), "kind": kind, "lang": c.collection.lang, "field": fld,
+                           "topics": str(part.topics), "weights": weights_file},
+                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from))
+
+
+def _rm3_settings(settings) -> dict:
+    """A DT run's RM3, as stage settings: none without feedback (the stages' settings, so their cache keys, are
+    those of before RM3), ``rm3: {fb_terms, fb_docs, original_query_weight}`` with it."""
+    if settings.prf == "none":
+        return {}
+    return {"rm3": {"fb_terms": settings.fb_terms, "fb_docs": settings.fb_docs,
+                    "original_query_weight": settings.original_query_weight}}
+
+
+def _rm3_of(stage_settings: dict):
+    """The :class:`clirplug.lucene.rm3.Rm3` of a DT stage's settings; None without feedback."""
+    from clirplug.lucene.rm3 import Rm3
+
+    rm3 = stage_settings.get("rm3")
+    return None if rm3 is None else Rm3(**rm3)
 
 
 def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
@@ -84,7 +110,8 @@ def dt_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     translate = ctx.plan_stages[stage.deps[1]].settings
     return {**system, "method": "dt", "index": index_entry(ctx.config),
             "model": model_entry(ctx.config, translate, translate["weights"]),
-            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"]}}
+            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"],
+                        **({"prf": "rm3", **stage.settings["rm3"]} if "rm3" in stage.settings else {})}}
 
 
 @stage_kind("translate")
@@ -121,18 +148,20 @@ def translate_topics(topics, model, kind: str, lang: str, field_name: str, weigh
 
 @stage_kind("dt")
 def dt_stage(stage: Stage, ctx: Context) -> dict:
-    """DT: BM25 with the 1-best translations; latency = translation + search seconds."""
+    """DT: BM25 with the 1-best translations (with ``rm3``, expanded by RM3); latency = translation + search
+    seconds."""
     records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
-    return bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records})
+    return bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records},
+                      rm3=_rm3_of(stage.settings))
 
 
 def _translate_chunk(task):
-    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.qt.dt.dt_queries`),
+    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.mt.one_best.dt_queries`),
     and the worker's peak memory."""
     model_dir, kind, lang, field_name, topics, weights = task
     from clirplug.mt.features import read_weights
+    from clirplug.mt.one_best import dt_queries
     from clirplug.mt.translator import Translator
-    from clirplug.qt.dt import dt_queries
 
     translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
     seconds: dict[str, float] = {}
