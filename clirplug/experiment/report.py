@@ -284,7 +284,6 @@ def _recommended_table(recommended: dict, scores, measures, splits) -> list[str]
     return lines + [""]
 
 
-@stage_kind("report", version=4)
 def _oov_lines(oov: list[dict], dictionary: dict | None) -> list[str]:
     """The report's untranslated query words (``oov`` stages' metrics) per split and field, and how the segmenter
     cuts the dictionary's source terms."""
@@ -307,6 +306,7 @@ def _oov_lines(oov: list[dict], dictionary: dict | None) -> list[str]:
     return lines
 
 
+@stage_kind("report", version=4)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.tex``, ``report.csv``, ``report.json`` and the figures (module docstring)."""
     import csv
