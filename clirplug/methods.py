@@ -70,6 +70,14 @@ class DtRun(Settings):
     fb_docs: int = option(rm3.FB_DOCS, "RM3: feedback documents (Anserini's default)", low=1)
     original_query_weight: float = option(rm3.ORIGINAL_QUERY_WEIGHT, "RM3: weight of the original query "
                                           "(Anserini's default)", low=0.0, high=1.0)
+    grid: object | None = option(None, "RM3's parameters chosen on the tune split: a mapping of fb_terms, fb_docs, "
+                                 "original_query_weight -> list of values")
+
+    def validate(self, name_of=str) -> None:
+        if self.grid is not None:
+            if self.prf != "rm3":
+                raise ClirplugError(f"{name_of('grid')}: a grid of RM3's parameters needs prf: rm3")
+            rm3.rm3_grid(self.grid, name_of)
 
 
 @dataclass(frozen=True)

@@ -129,14 +129,14 @@ def bm25_searcher(ctx: Context, index: str, bm25: dict):
 
 
 def bm25_stage(ctx: Context, stage: Stage, queries: dict[str, str], latencies: dict[str, float] | None = None,
-               rm3=None) -> dict:
+               rm3=None, tuned: dict | None = None) -> dict:
     """The stage's run: BM25 of ``qid -> text`` (:meth:`~clirplug.lucene.search.Bm25Searcher.search_all`; with
-    ``rm3``, a :class:`clirplug.lucene.rm3.Rm3`, expanded by RM3); a query's latency is its search seconds plus its
-    entry in ``latencies`` (e.g. translation)."""
+    ``rm3``, a :class:`clirplug.lucene.rm3.Rm3`, expanded by RM3, and the ``tuned`` settings in its sidecar); a
+    query's latency is its search seconds plus its entry in ``latencies`` (e.g. translation)."""
     s = stage.settings
     latencies = dict(latencies or {})
     frame = bm25_searcher(ctx, s["index"], s["bm25"]).search_all(queries, s["hits"], ctx.progress, latencies, rm3=rm3)
-    return write_run_with_sidecar(stage, frame, latencies)
+    return write_run_with_sidecar(stage, frame, latencies, tuned=tuned)
 
 
 # ----------------------------------------------------------------------------- generic stage kinds

@@ -42,3 +42,29 @@ def rm3_of(prf: str, fb_terms: int = FB_TERMS, fb_docs: int = FB_DOCS,
     if prf not in PRFS:
         raise ClirplugError(f"prf: expected one of {', '.join(PRFS)}, got {prf!r}")
     return None if prf == "none" else Rm3(fb_terms, fb_docs, original_query_weight)
+
+
+PARAMETERS = ("fb_terms", "fb_docs", "original_query_weight")  # the parameters a grid may list
+
+
+def rm3_grid(grid, name_of=str) -> list[Rm3]:
+    """The :class:`Rm3` settings of ``grid`` (``{fb_terms: [...], fb_docs: [...], original_query_weight: [...]}``,
+    each optional: Anserini's default alone), every combination in the lists' order; a :class:`ClirplugError`
+    naming ``name_of(key)`` otherwise."""
+    if not isinstance(grid, dict) or not grid or set(grid) - set(PARAMETERS):
+        raise ClirplugError(f"{name_of('grid')}: expected a mapping of {', '.join(PARAMETERS)} to lists of values")
+    axes = []
+    for key in PARAMETERS:
+        values = grid.get(key, [getattr(Rm3(), key)])
+        if not isinstance(values, list) or not values:
+            raise ClirplugError(f"{name_of('grid')}.{key}: expected a non-empty list, got {values!r}")
+        axes.append(list(dict.fromkeys(values)))
+    import itertools
+
+    settings = []
+    for values in itertools.product(*axes):
+        for key, value in zip(PARAMETERS, values):
+            check_rm3(**{**dict(zip(PARAMETERS, (FB_TERMS, FB_DOCS, ORIGINAL_QUERY_WEIGHT))), key: value},
+                      name_of=lambda parameter: f"{name_of('grid')}.{parameter}")
+        settings.append(Rm3(*values))
+    return settings

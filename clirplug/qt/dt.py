@@ -46,3 +46,23 @@ def dt_run(topics, *, index, model, field: str = "title", kind: str = "hiero", s
     translator = Translator(model, kind=kind, src_lang=src_lang)
     queries = dt_queries(topics, field, translator, stopwords, progress=progress)
     return bm25_search(index, queries, hits=hits, k1=k1, b=b, progress=progress, rm3=rm3)
+
+
+def choose_rm3(searcher, queries, qrels, grid, *, hits: int = 1000, measure: str = "MAP",
+               max_passage_hits: int | None = None):
+    """The :class:`~clirplug.lucene.rm3.Rm3` of ``grid`` (a list of them) whose expansion of ``queries``
+    (``qid -> translated query``) by ``searcher`` (:class:`~clirplug.lucene.search.Bm25Searcher`) gives the best
+    ``measure`` on ``qrels`` (the first in ``grid``'s order on ties), and each setting's value, in grid order.
+    With ``max_passage_hits``, the searcher's documents are passages, each run measured as the page run of its
+    best passages (:func:`clirplug.passages.max_passage`)."""
+    from clirplug.eval.measures import evaluate
+    from clirplug.passages import max_passage
+
+    values = []
+    for rm3 in grid:
+        run = searcher.search_all(queries, hits, progress=False, rm3=rm3)
+        if max_passage_hits is not None:
+            run = max_passage(run, max_passage_hits)
+        values.append(float(evaluate(qrels, {"run": run}, [measure])["value"].iloc[0]))
+    best = max(range(len(grid)), key=lambda i: (values[i], -i))
+    return grid[best], values

@@ -46,3 +46,34 @@ def test_rm3_settings_are_checked():
             Rm3(**bad)
     with pytest.raises(ClirplugError, match="prf"):
         rm3_of("rocchio")
+
+
+def test_rm3_grid_is_every_combination_in_order_and_checked():
+    from clirplug.errors import ClirplugError
+    from clirplug.lucene.rm3 import rm3_grid
+
+    assert rm3_grid({"fb_terms": [10, 20], "original_query_weight": [0.3, 0.5]}) == [
+        Rm3(10, 10, 0.3), Rm3(10, 10, 0.5), Rm3(20, 10, 0.3), Rm3(20, 10, 0.5)]  # fb_docs: Anserini's default
+    for bad, message in (({"fb_terms": 10}, "grid.fb_terms: expected a non-empty list"), ({"k": [1]}, "grid: expected"),
+                         ({"fb_docs": [0]}, "grid.fb_docs: must be"), ({}, "grid: expected")):
+        with pytest.raises(ClirplugError, match=message):
+            rm3_grid(bad)
+
+
+def test_choose_rm3_keeps_the_best_setting_on_the_qrels_first_on_ties(demo_index):
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.qt.dt import choose_rm3
+
+    searcher = Bm25Searcher(demo_index, 0.9, 0.4)
+    queries = {str(i): query for i, query in enumerate(QUERIES)}
+    qrels = pd.DataFrame({"qid": ["0", "0", "1", "2"], "docid": ["vaultcopy.1", "synccopy.1", "schedls.1", "sqztest.1"],
+                          "relevance": [1, 1, 1, 1]})
+    grid = [Rm3(10, 10, 0.5), Rm3(5, 3, 0.3), Rm3(5, 3, 0.3), Rm3(20, 5, 0.9)]
+    best, values = choose_rm3(searcher, queries, qrels, grid, hits=100)
+    by_hand = [float(evaluate(qrels, {"run": searcher.search_all(queries, 100, progress=False, rm3=rm3)}, ["MAP"])
+                     ["value"].iloc[0]) for rm3 in grid]
+    assert values == by_hand and values[1] == values[2] and len(set(values)) > 1
+    assert best is grid[values.index(max(values))]  # the first of equal values
+    searcher.close()

@@ -178,7 +178,7 @@ METHOD_FLAGS = {
     "bm25": {"k1": ("search", "--k1"), "b": ("search", "--b")},
     "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights"), "prf": ("search", "--prf"),
            "fb_terms": ("search", "--fb-terms"), "fb_docs": ("search", "--fb-docs"),
-           "original_query_weight": ("search", "--original-query-weight")},
+           "original_query_weight": ("search", "--original-query-weight"), "grid": None},
     "dt-mira": {"kind": ("search", "--kind")},
     "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
     "boost": {"candidates": ("rerank", "--candidates")},

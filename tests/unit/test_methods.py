@@ -17,7 +17,7 @@ pytestmark = pytest.mark.cli  # reads the rerank command's methods
 PARAMETERS = {
     "bm25": {"k1": "k1", "b": "b"},
     "dt": {"kind": "kind", "weights": None, "prf": "prf", "fb_terms": "fb_terms", "fb_docs": "fb_docs",
-           "original_query_weight": "original_query_weight"},
+           "original_query_weight": "original_query_weight", "grid": None},
     "dt-mira": {"kind": "kind"},
     "psq": {"psq": "settings", "kind": "source.kind", "grid": None},
     "boost": {"candidates": "candidates"},

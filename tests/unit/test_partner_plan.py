@@ -18,6 +18,11 @@ PARTNERS = """
     kind: flat
     prf: rm3
     fb_terms: 20
+  dt-rm3-tuned:
+    method: dt
+    kind: flat
+    prf: rm3
+    grid: {fb_terms: [10, 20], original_query_weight: [0.3, 0.5]}
   dense-dt+dense:
     method: fusion
     runs: [dense-dt, dense]
@@ -69,3 +74,21 @@ def test_untranslated_words_are_counted_per_split_and_field_with_each_part_s_mod
     assert {"model.align.f0", "model.align.f1", "model.align.f2"} <= set(train.deps)
     assert dev.deps == ("model.align",) and len(dev.settings["parts"]) == 1
     assert plan.stages["dictionary-segmentation"].deps == ("model.align",)
+
+
+def test_rm3_chosen_on_the_tune_split_s_cross_fitted_translations(plan):
+    tune = plan.stages["tune.dt-rm3-tuned.title"]
+    assert tune.kind == "rm3-tune" and tune.settings["split"] == "train"
+    assert [rm3["fb_terms"] for rm3 in tune.settings["grid"]] == [10, 10, 20, 20]
+    assert [path.name for path in tune.inputs_from] == [f"train.f{k}.title.flat.jsonl" for k in range(3)]
+    run = plan.stages[plan.run_stages[("dt-rm3-tuned", "dev", "title")]]
+    assert run.deps[-1] == tune.name and run.inputs_from[-1] == tune.outputs[0]
+    assert run.settings["rm3"] == {"grid": tune.settings["grid"]}
+
+
+def test_a_grid_of_rm3_without_rm3_is_refused():
+    from clirplug.errors import ClirplugError
+    from clirplug.methods import DtRun
+
+    with pytest.raises(ClirplugError, match="runs.x.grid: a grid of RM3's parameters needs prf: rm3"):
+        DtRun.from_mapping({"grid": {"fb_terms": [5]}}, "runs.x")

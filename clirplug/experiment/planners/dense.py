@@ -9,6 +9,7 @@ import sys
 from clirplug.errors import ClirplugError
 from clirplug.experiment.kinds import Context, stage_kind, write_run_with_sidecar
 from clirplug.experiment.plan import Plan, Stage
+from clirplug.experiment.planners.dt import plan_translation, read_translations
 from clirplug.experiment.systems import corpus_entry, describes, index_entry, model_entry
 
 SEARCH_KEYS = ("search", "m", "ef_construction", "ef_search")  # a dense run's settings of how it searches
@@ -86,7 +87,6 @@ def _plan_translated(plan: Plan, spec, splits, grid: list[int], embeds: tuple, f
     cross-fitted ones) embedded as queries against the collection vectors of the source-query runs (the same
     ``dense-embed`` stages); with a ``grid``, ``words`` chosen per field on the tune split's translations."""
     from clirplug.dense import model_id
-    from clirplug.experiment.planners.dt import plan_translation
 
     c, s = plan.config, spec.settings
     for fld in c.fields:
@@ -115,16 +115,6 @@ def _plan_translated(plan: Plan, spec, splits, grid: list[int], embeds: tuple, f
 
         for split in splits:
             plan.split_run({"name": spec.name, "method": "dense", "split": split, "field": fld}, plan_part)
-
-
-def _translations(paths) -> tuple[dict[str, str], dict[str, float]]:
-    """``(qid -> 1-best, qid -> translation seconds)`` of ``translate`` stages' files (JSON lines)."""
-    queries, seconds = {}, {}
-    for path in paths:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            queries[record["id"]], seconds[record["id"]] = record["query"], record["seconds"]
-    return queries, seconds
 
 
 def _search_settings(settings) -> dict:
@@ -215,7 +205,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     folders = stage.inputs_from[:len(s["grid"])]
     if s.get("query") == "translation":  # the folds' 1-best translations of the tune split
         qrels = stage.inputs[0]
-        queries = _translations(stage.inputs_from[len(s["grid"]):])[0]
+        queries = read_translations(*stage.inputs_from[len(s["grid"]):])[0]
     else:
         topics, qrels = stage.inputs
         queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
@@ -250,7 +240,7 @@ def dense_stage(stage: Stage, ctx: Context) -> dict:
     searcher = _dense_searcher(ctx, folder, stage.settings)
     latencies: dict[str, float] = {}
     if stage.settings.get("query") == "translation":  # latency: translation seconds, then embedding and search
-        queries, latencies = _translations(stage.inputs_from[-1:])
+        queries, latencies = read_translations(stage.inputs_from[-1])
     else:
         queries = {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])}
     timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, make_executor
-from clirplug.experiment.kinds import Context, bm25_stage, stage_kind, stdout_to_log
+from clirplug.experiment.kinds import Context, bm25_searcher, bm25_stage, stage_kind, stdout_to_log
 from clirplug.experiment.plan import Plan, Stage, bm25_settings
 from clirplug.experiment.systems import describes, index_entry, model_entry
 from clirplug.resources import peak_rss_mb
@@ -21,13 +22,16 @@ def plan_dt(plan: Plan, spec, splits) -> None:
     """
     c, s = plan.config, spec.settings
     index = plan.index()
+    tuned = {fld: plan_rm3_tune(plan, spec, fld) for fld in c.fields} if s.grid is not None else {}
 
     def plan_part(part, fld):
         translate = plan.stages[plan_translation(plan, s.kind, s.weights, part, fld)]
-        out = translate.outputs[0]
+        deps, inputs_from = (index, translate.name), translate.outputs
+        if fld in tuned:  # RM3's parameters chosen on the tune split
+            deps, inputs_from = deps + (tuned[fld],), inputs_from + plan.stages[tuned[fld]].outputs
         return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
                               {**bm25_settings(c), "kind": s.kind, "weights": s.weights, **_rm3_settings(s)},
-                              deps=(index, translate.name), inputs_from=(out,))
+                              deps=deps, inputs_from=inputs_from)
 
     for split in splits:
         for fld in c.fields:
@@ -57,19 +61,64 @@ def plan_translation(plan: Plan, kind: str, weights: str, part, fld: str) -> str
 
 def _rm3_settings(settings) -> dict:
     """A DT run's RM3, as stage settings: none without feedback (the stages' settings, so their cache keys, are
-    those of before RM3), ``rm3: {fb_terms, fb_docs, original_query_weight}`` with it."""
+    those of before RM3), ``rm3: {fb_terms, fb_docs, original_query_weight}`` with it, ``rm3: {grid: [...]}`` when
+    they are chosen on the tune split (:func:`plan_rm3_tune`)."""
+    import dataclasses
+
+    from clirplug.lucene.rm3 import rm3_grid
+
     if settings.prf == "none":
         return {}
+    if settings.grid is not None:
+        return {"rm3": {"grid": [dataclasses.asdict(rm3) for rm3 in rm3_grid(settings.grid)]}}
     return {"rm3": {"fb_terms": settings.fb_terms, "fb_docs": settings.fb_docs,
                     "original_query_weight": settings.original_query_weight}}
 
 
-def _rm3_of(stage_settings: dict):
-    """The :class:`clirplug.lucene.rm3.Rm3` of a DT stage's settings; None without feedback."""
+def plan_rm3_tune(plan: Plan, spec, fld: str) -> str:
+    """RM3's parameters of a DT run with a ``grid``, chosen for field ``fld`` on the tune split: its translations
+    (cross-fitted: each fold's topics by the fold's model) expanded with each setting of the grid, the best MAP
+    kept (:func:`clirplug.qt.dt.choose_rm3`)."""
+    import dataclasses
+
+    from clirplug.lucene.rm3 import rm3_grid
+
+    c, s = plan.config, spec.settings
+    qrels = c.collection.qrels(c.tune_split)
+    if not qrels.is_file():
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (RM3's parameters are tuned on it)")
+    translations = [plan.stages[plan_translation(plan, s.kind, s.weights, part, fld)] for part in plan.parts(c.tune_split)]
+    grid = [dataclasses.asdict(rm3) for rm3 in rm3_grid(s.grid, lambda key: f"{c.source}: runs.{spec.name}.{key}")]
+    return plan.add(Stage(f"tune.{spec.name}.{fld}", "rm3-tune",
+                          {**bm25_settings(c), "grid": grid, "field": fld, "split": c.tune_split, "measure": "MAP",
+                           **plan.search_hits()},
+                          inputs=(qrels,), deps=(plan.index(), *(t.name for t in translations)),
+                          outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.rm3.json",),
+                          inputs_from=tuple(t.outputs[0] for t in translations)))
+
+
+def _rm3_of(stage: Stage) -> tuple:
+    """``(Rm3 or None, tuned)`` of a DT run stage: its RM3 settings, or those its tuning chose (its second input),
+    with them as the sidecar's tuned settings; None without feedback."""
     from clirplug.lucene.rm3 import Rm3
 
-    rm3 = stage_settings.get("rm3")
-    return None if rm3 is None else Rm3(**rm3)
+    rm3 = stage.settings.get("rm3")
+    if rm3 is None:
+        return None, None
+    if "grid" in rm3:
+        chosen = json.loads(stage.inputs_from[1].read_text(encoding="utf-8"))["rm3"]
+        return Rm3(**chosen), {"rm3": chosen}
+    return Rm3(**rm3), None
+
+
+def read_translations(*paths) -> tuple[dict[str, str], dict[str, float]]:
+    """``(qid -> 1-best, qid -> translation seconds)`` of ``translate`` stages' files (JSON lines)."""
+    queries, seconds = {}, {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            queries[record["id"]], seconds[record["id"]] = record["query"], record["seconds"]
+    return queries, seconds
 
 
 def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
@@ -110,8 +159,13 @@ def dt_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     translate = ctx.plan_stages[stage.deps[1]].settings
     return {**system, "method": "dt", "index": index_entry(ctx.config),
             "model": model_entry(ctx.config, translate, translate["weights"]),
-            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"],
-                        **({"prf": "rm3", **stage.settings["rm3"]} if "rm3" in stage.settings else {})}}
+            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"], **_rm3_options(stage, tuned)}}
+
+
+def _rm3_options(stage: Stage, tuned: dict) -> dict:
+    """A DT run's RM3 as searcher options: none without feedback, else ``prf`` and the parameters it ran with."""
+    rm3 = tuned.get("rm3") or stage.settings.get("rm3")
+    return {} if rm3 is None else {"prf": "rm3", **rm3}
 
 
 @stage_kind("translate")
@@ -150,9 +204,32 @@ def translate_topics(topics, model, kind: str, lang: str, field_name: str, weigh
 def dt_stage(stage: Stage, ctx: Context) -> dict:
     """DT: BM25 with the 1-best translations (with ``rm3``, expanded by RM3); latency = translation + search
     seconds."""
-    records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
-    return bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records},
-                      rm3=_rm3_of(stage.settings))
+    queries, seconds = read_translations(stage.inputs_from[0])
+    rm3, tuned = _rm3_of(stage)
+    return bm25_stage(ctx, stage, queries, seconds, rm3=rm3, tuned=tuned)
+
+
+@stage_kind("rm3-tune")
+def rm3_tune_stage(stage: Stage, ctx: Context) -> dict:
+    """RM3's parameters of a DT run chosen on the tune split's translations (:func:`clirplug.qt.dt.choose_rm3`):
+    the choice and every setting's measure as JSON."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.qrels import read_qrels
+    from clirplug.lucene.rm3 import Rm3
+    from clirplug.qt.dt import choose_rm3
+
+    s = stage.settings
+    queries = read_translations(*stage.inputs_from)[0]
+    grid = [Rm3(**rm3) for rm3 in s["grid"]]
+    best, values = choose_rm3(bm25_searcher(ctx, s["index"], s["bm25"]), queries, read_qrels(stage.inputs[0]), grid,
+                              hits=s["hits"], measure=s["measure"], max_passage_hits=s.get("max_passage_hits"))
+    chosen = dataclasses.asdict(best)
+    with atomic_open(stage.outputs[0]) as handle:
+        json.dump({"rm3": chosen, "measure": s["measure"], "value": max(values), "split": s["split"],
+                   "evaluated": [{**rm3, s["measure"]: value} for rm3, value in zip(s["grid"], values)]},
+                  handle, indent=1)
+        handle.write("\n")
+    return {**chosen, s["measure"]: max(values)}
 
 
 def _translate_chunk(task):
