@@ -97,7 +97,8 @@ def _searcher(args):
         raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
     if "index" in method.needs:
         check_index(args.index)
-    if ("model" in method.needs or "model" in arguments) and args.model is not None:  # dense: --query translation
+    translates = "model" in method.needs or method.flags.get("model") == "model"  # dense's --query translation
+    if translates and args.model is not None:
         arguments["model"] = api.TranslationModel(args.model, kind=args.kind, src_lang=args.src_lang)
     return api.searcher(args.method, **arguments)
 
