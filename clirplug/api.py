@@ -38,7 +38,7 @@ from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
-from clirplug.methods import Bm25Run, DenseRun
+from clirplug.methods import Bm25Run, DenseRun, DtRun
 from clirplug.rerank.config import DEFAULT_DEPTH
 
 COLUMNS = [*RUN_COLUMNS, "translation"]  # a run frame and the translation each hit was scored with
@@ -567,23 +567,33 @@ class DtSearcher(_Bm25Index):
         BM25 parameters (Anserini's by default).
     bm25 : Bm25Run, optional
         The BM25 parameters as one settings object, instead of ``k1`` and ``b``.
+    prf : {"none", "rm3"}
+        ``rm3``: the 1-best expanded by Anserini's RM3 (``fb_terms``, ``fb_docs``, ``original_query_weight``,
+        Anserini's defaults).
     """
 
     translates_query = True
     model: TranslationModel
 
     def __init__(self, index, model, *, field: str = "title", stopwords: Iterable[str] = (),
-                 k1: float | None = None, b: float | None = None, bm25=None):
+                 k1: float | None = None, b: float | None = None, bm25=None, prf: str = DtRun.prf,
+                 fb_terms: int = DtRun.fb_terms, fb_docs: int = DtRun.fb_docs,
+                 original_query_weight: float = DtRun.original_query_weight):
+        from clirplug.lucene.rm3 import rm3_of
+
         self.bm25 = _bm25(bm25, k1, b)
         self.model, self.field, self.stopwords = _model(model), _check_field(field), sorted(set(stopwords))
+        self.rm3 = rm3_of(prf, fb_terms, fb_docs, original_query_weight)
         self._spec = {"index": index, "model": self.model, "field": field, "stopwords": self.stopwords,
                       "bm25": self.bm25}
+        if self.rm3 is not None:
+            self._spec.update(prf=prf, fb_terms=fb_terms, fb_docs=fb_docs, original_query_weight=original_query_weight)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
-        from clirplug.qt.dt import dt_queries
+        from clirplug.mt.one_best import dt_queries
 
         queries = dt_queries(topics, self.field, self.model.translator, self.stopwords, progress=progress)
-        return _translated(self.searcher.search_all(queries, k, progress), queries)
+        return _translated(self.searcher.search_all(queries, k, progress, rm3=self.rm3), queries)
 
 
 class DtMiraSearcher(_Bm25Index):
@@ -729,27 +739,45 @@ class DenseSearcher(Searcher):
         ``exact`` (every document's cosine) or ``hnsw`` (the candidates HNSW finds, rescored exactly).
     m, ef_construction, ef_search : int
         HNSW's graph degree, beam width building the graph and beam width searching it.
+    query : {"source", "translation"}
+        The query embedded: the query itself, or its 1-best translation by ``model`` (as :class:`DtSearcher`
+        translates it, read as ``field`` says).
+    model : path or TranslationModel, optional
+        The translation model of ``query="translation"``.
+    field : {"title", "desc", "narr"}
+        How a query is translated: ``title`` whole, otherwise sentence by sentence.
     """
 
     def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None,
                  search: str = DenseRun.search, m: int = DenseRun.m, ef_construction: int = DenseRun.ef_construction,
-                 ef_search: int = DenseRun.ef_search):
+                 ef_search: int = DenseRun.ef_search, query: str = DenseRun.query, model=None, field: str = "title"):
         from clirplug import dense
 
-        settings = DenseRun.from_values({"words": words, "search": search, "m": m,
+        settings = DenseRun.from_values({"words": words, "search": search, "m": m, "query": query,
                                          "ef_construction": ef_construction, "ef_search": ef_search})
+        if settings.query == "translation" and model is None:
+            raise ClirplugError("dense: query='translation' needs a translation model (model=)")
+        self.model = None if settings.query == "source" else _model(model)
+        self.field, self.translates_query = _check_field(field), self.model is not None
         if threads is not None:
             _at_least_one(threads, "threads")
         lookup = {"search": settings.search, "m": settings.m, "ef_construction": settings.ef_construction,
                   "ef_search": settings.ef_search}
         self._spec = {"index": index, "corpus": corpus, "words": settings.words, "threads": threads, **lookup}
-        model = dense.load_model(threads)
-        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words), settings.words, model,
+        if self.model is not None:
+            self._spec.update(query=settings.query, model=self.model, field=self.field)
+        encoder = dense.load_model(threads)
+        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words), settings.words, encoder,
                                     progress=False)
-        self.searcher = dense.DenseSearcher(folder, model, **lookup)
+        self.searcher = dense.DenseSearcher(folder, encoder, **lookup)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
-        queries = {topic.id: topic.title for topic in topics}
+        from clirplug.dense import query_texts
+
+        if self.model is None:
+            queries = {topic.id: topic.title for topic in topics}
+        else:
+            queries = query_texts(topics, self.field, "translation", self.model.translator, progress=progress)
         return _translated(self.searcher.search_all(queries, k, progress), queries)
 
 

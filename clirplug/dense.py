@@ -45,6 +45,7 @@ from clirplug.digest import file_digest, update_digest
 from clirplug.errors import ClirplugError
 from clirplug.io.npz import read_arrays
 from clirplug.lucene import hnsw
+from clirplug.mt.one_best import QUERIES
 
 DEFAULT_WORDS = 48
 CHUNK = 256  # documents embedded between two saves (30 to 60 s on 2 cores)
@@ -332,20 +333,44 @@ def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=Non
 
 def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAULT_WORDS, hits: int = 1000,
               threads: int | None = None, progress: bool = True, search: str = "exact", m: int = hnsw.M,
-              ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH):
+              ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, query: str = "source",
+              model=None, kind: str = "hiero", src_lang: str = "de"):
     """Dense retrieval of each topic's ``field`` over ``corpus`` (``clirplug search --method dense``).
 
     The documents (title and first ``words`` words) are embedded once into :func:`cache_folder`
     beside the Lucene ``index``; ``threads`` are the embedding model's (default: all cores).
     ``search`` is ``exact`` or ``hnsw`` (with ``m``, ``ef_construction``, ``ef_search``: :class:`DenseSearcher`).
+    ``query="translation"`` embeds the field's 1-best translation by the model folder ``model`` (its ``kind``
+    grammar, ``src_lang`` topics; :func:`clirplug.mt.one_best.dt_queries`) instead of the field itself.
     Returns the run frame of the top ``hits`` documents.
     """
-    from clirplug.io.topics import topic_field
-
     if threads is not None and threads < 1:
         raise ClirplugError(f"threads must be at least 1, got {threads}")
-    model = load_model(threads)
-    folder = embed_corpus(corpus, cache_folder(index, corpus, words), words, model, progress=progress)
-    queries = {topic.id: topic_field(topic, field) for topic in topics}
-    return dense_search(folder, queries, hits, model, progress=progress, search=search, m=m,
+    translator = None
+    if query == "translation":
+        from clirplug.mt.translator import Translator
+
+        if model is None:
+            raise ClirplugError("query: translation needs a translation model (model=)")
+        translator = Translator(model, kind=kind, src_lang=src_lang)
+    queries = query_texts(topics, field, query, translator, progress)
+    encoder = load_model(threads)
+    folder = embed_corpus(corpus, cache_folder(index, corpus, words), words, encoder, progress=progress)
+    return dense_search(folder, queries, hits, encoder, progress=progress, search=search, m=m,
                         ef_construction=ef_construction, ef_search=ef_search)
+
+
+def query_texts(topics, field: str, query: str = "source", translator=None, progress: bool = False) -> dict[str, str]:
+    """``qid -> the text embedded as the query``: the topic's ``field`` (``query="source"``), or its 1-best
+    translation (``"translation"``) by ``translator`` (:class:`clirplug.mt.translator.Translator`;
+    :func:`clirplug.mt.one_best.dt_queries`, as DT translates it)."""
+    from clirplug.io.topics import topic_field
+    from clirplug.mt.one_best import dt_queries
+
+    if query not in QUERIES:
+        raise ClirplugError(f"query: expected one of {', '.join(QUERIES)}, got {query!r}")
+    if query == "source":
+        return {topic.id: topic_field(topic, field) for topic in topics}
+    if translator is None:
+        raise ClirplugError("query: translation needs a translation model")
+    return dt_queries(topics, field, translator, progress=progress)

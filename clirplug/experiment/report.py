@@ -284,6 +284,28 @@ def _recommended_table(recommended: dict, scores, measures, splits) -> list[str]
     return lines + [""]
 
 
+def _oov_lines(oov: list[dict], dictionary: dict | None) -> list[str]:
+    """The report's untranslated query words (``oov`` stages' metrics) per split and field, and how the segmenter
+    cuts the dictionary's source terms."""
+    lines = []
+    if oov:
+        lines += markdown(Table("Untranslated query words", "query tokens without a translation in the model's "
+                                "lexical table (tune split: each fold's model); per topic in the files named",
+                                "split", ("field", "topics", "tokens", "untranslated", "share", "topics with any",
+                                          "file"),
+                                tuple(tuple(map(Cell, (o["split"], o["field"], str(o["topics"]), str(o["tokens"]),
+                                                       str(o["untranslated"]), f"{o['share']:.1%}",
+                                                       str(o["topics_with_untranslated"]), f"`{o['file']}`")))
+                                      for o in oov)))
+    if dictionary:
+        lines += [f"Dictionary: {dictionary['terms']} source terms; of the {dictionary['one_word_terms']} written as "
+                  f"one word, the bitext's segmentation splits {dictionary['split']} into several tokens "
+                  f"({dictionary.get('split_translated', 0)} of them with a translation for every token) and "
+                  f"changes {dictionary['changed']}; training cuts every entry so, as it cuts the bitext and the "
+                  "queries.", ""]
+    return lines
+
+
 @stage_kind("report", version=4)
 def report_stage(stage: Stage, ctx) -> dict:
     """Write ``report.md``, ``report.tex``, ``report.csv``, ``report.json`` and the figures (module docstring)."""
@@ -313,6 +335,9 @@ def report_stage(stage: Stage, ctx) -> dict:
                      "seconds_per_sentence_median": r["metrics"]["seconds_median"],
                      "seconds_per_sentence_p90": r["metrics"]["seconds_p90"]}
                     for name, r in records.items() if r and r["kind"] == "mt-eval"]
+    oov = [{**r["metrics"], "file": _rel(ctx.plan_stages[name].outputs[0], base)}
+           for name, r in records.items() if r and r["kind"] == "oov"]
+    dictionary = next((r["metrics"] for r in records.values() if r and r["kind"] == "dictionary-segmentation"), None)
     stages_json = [{"stage": name, "kind": r["kind"], "wall_seconds": r["wall_seconds"],
                     "cpu_seconds": r.get("cpu_seconds"),  # None in records written before it was measured
                     "peak_rss_mb": r["peak_rss_mb"]}
@@ -358,6 +383,7 @@ def report_stage(stage: Stage, ctx) -> dict:
                              tuple(tuple(map(Cell, (t["output"], f"`{t['file']}`", str(t["sentences"]),
                                                     f"{t['bleu']:.2f}", f"{t['seconds_per_sentence_median']:.4f}",
                                                     f"{t['seconds_per_sentence_p90']:.4f}"))) for t in translations)))
+    md += _oov_lines(oov, dictionary)
     md += markdown(Table("Query latency", "seconds per query", "run",
                          ("split", "field", "queries", "median s", "p90 s"),
                          tuple(tuple(map(Cell, (r["run"], r["split"], r["field"], str(r["queries"]),
@@ -386,7 +412,7 @@ def report_stage(stage: Stage, ctx) -> dict:
               "collection": {"name": c.name, "path": str(c.path), "lang": c.lang, "doc_lang": c.doc_lang,
                              **({"irds": c.irds} if c.irds else {})},
               "measures": measures, "baseline": config.baseline, "recommended": recommended, "runs": runs_json, "translations": translations,
-              "stages": stages_json, "scores": scores}
+              "untranslated": oov, "dictionary_segmentation": dictionary, "stages": stages_json, "scores": scores}
     with atomic_open(json_path) as handle:
         json.dump(report, handle, indent=1)
         handle.write("\n")

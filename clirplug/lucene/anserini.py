@@ -8,11 +8,13 @@ from clirplug.lucene._jvm import jclass
 
 
 class SimpleSearcher:
-    """Anserini's ``SimpleSearcher`` over ``index`` with BM25(k1, b)."""
+    """Anserini's ``SimpleSearcher`` over ``index`` with BM25(k1, b), and with ``rm3`` its RM3 (``set_rm3``)."""
 
-    def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B):
+    def __init__(self, index, k1: float = ANSERINI_K1, b: float = ANSERINI_B, rm3=None):
         self._searcher = jclass("io.anserini.search.SimpleSearcher")(str(index))
         self._searcher.set_bm25(float(k1), float(b))
+        if rm3 is not None:  # a clirplug.lucene.search.Rm3
+            self._searcher.set_rm3(int(rm3.fb_terms), int(rm3.fb_docs), float(rm3.original_query_weight))
 
     def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, score) pairs for ``query``; [] for a blank query."""

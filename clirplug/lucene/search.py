@@ -18,6 +18,7 @@ from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
 from clirplug.lucene.index import FIELD, ID_FIELD, check_index, index_metadata, open_reader
 from clirplug.lucene.languages import ANALYZERS, check_language
+from clirplug.lucene.rm3 import RERANK_CUTOFF, Rm3
 
 
 def analyzer_for(language: str):
@@ -82,30 +83,57 @@ class Bm25Searcher:
         scores = anserini_score_ties(np.fromiter((hit.score for hit in top), dtype=np.float32, count=len(top)))
         return list(zip(docids, scores.astype(np.float64).tolist()))
 
-    def search(self, query: str, hits: int = 1000) -> list[tuple[str, float]]:
-        """Top ``hits`` (docid, score) pairs for a bag-of-words ``query``; [] when it analyzes to nothing."""
+    def search(self, query: str, hits: int = 1000, rm3: Rm3 | None = None) -> list[tuple[str, float]]:
+        """Top ``hits`` (docid, score) pairs for a bag-of-words ``query``; [] when it analyzes to nothing.
+        With ``rm3``, the query expanded by RM3 (:meth:`search_rm3`)."""
         if not query.strip():
             return []
         lucene_query = self._generator.buildQuery(FIELD, self._analyzer, query)
+        if rm3 is not None:
+            return self.search_rm3(lucene_query, query, hits, rm3)
         return self.search_query(lucene_query, hits)
 
+    def search_rm3(self, lucene_query, query: str, hits: int, rm3: Rm3) -> list[tuple[str, float]]:
+        """Anserini's RM3 (``io.anserini.rerank.lib.Rm3Reranker``) run as ``SimpleSearcher`` runs it after
+        ``set_rm3``: the query's top :data:`RERANK_CUTOFF` documents handed to the reranker, which searches the
+        expanded query for ``hits`` documents; scores adjusted for ties as Anserini's cascade adjusts them."""
+        args = jclass("io.anserini.search.SearchCollection$Args")()
+        args.arbitraryScoreTieBreak = False
+        args.hits = hits
+        tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, query)
+        first = self._searcher.search(lucene_query, RERANK_CUTOFF, self._sort, True)
+        context = jclass("io.anserini.rerank.RerankerContext")(self._searcher, None, lucene_query, None, query,
+                                                               tokens, None, args)
+        reranker = jclass("io.anserini.rerank.lib.Rm3Reranker")(
+            self._analyzer, None, FIELD, int(rm3.fb_terms), int(rm3.fb_docs), float(rm3.original_query_weight),
+            False, True)
+        scored = reranker.rerank(jclass("io.anserini.search.ScoredDocs").fromTopDocs(first, self._searcher), context)
+        lucene_docids = list(scored.lucene_docids)
+        if not lucene_docids:
+            return []
+        scores = anserini_score_ties(np.asarray(list(scored.scores), dtype=np.float32))
+        return list(zip((str(self.docids[doc]) for doc in lucene_docids), scores.astype(np.float64).tolist()))
+
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
-                   latencies: dict[str, float] | None = None):
-        """Search every ``qid -> text`` of ``queries``; a run frame (:func:`clirplug.io.runs.run_frame`).
+                   latencies: dict[str, float] | None = None, rm3: Rm3 | None = None):
+        """Search every ``qid -> text`` of ``queries`` (with ``rm3``, expanded by RM3); a run frame
+        (:func:`clirplug.io.runs.run_frame`).
 
         With ``latencies``, each query's search seconds are added to its entry (0 when absent).
         """
-        return search_each(queries, lambda qid, text: self.search(text, hits), progress=progress, latencies=latencies)
+        return search_each(queries, lambda qid, text: self.search(text, hits, rm3), progress=progress,
+                           latencies=latencies)
 
     def close(self):
         self._reader.close()
 
 
 def bm25_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = ANSERINI_K1, b: float = ANSERINI_B,
-                progress: bool = True):
-    """BM25 run for ``queries`` (``qid -> text``) over ``index``: a frame qid, docid, rank, score."""
+                progress: bool = True, rm3: Rm3 | None = None):
+    """BM25 run for ``queries`` (``qid -> text``) over ``index`` (with ``rm3``, expanded by RM3): a frame qid,
+    docid, rank, score."""
     searcher = Bm25Searcher(index, k1, b)
     try:
-        return searcher.search_all(queries, hits, progress)
+        return searcher.search_all(queries, hits, progress, rm3=rm3)
     finally:
         searcher.close()

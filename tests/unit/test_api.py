@@ -428,3 +428,12 @@ class _logged:
         import logging
 
         logging.getLogger().removeHandler(self.handler)
+
+
+def test_dense_of_the_translated_query_needs_a_model_and_a_known_query():
+    from clirplug.api import DenseSearcher
+
+    with pytest.raises(ClirplugError, match=r"dense: query='translation' needs a translation model"):
+        DenseSearcher("index", "corpus", query="translation")
+    with pytest.raises(ClirplugError, match="query: expected one of source, translation"):
+        DenseSearcher("index", "corpus", query="both")

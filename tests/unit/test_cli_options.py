@@ -176,7 +176,9 @@ def test_outputs_are_checked_before_the_command_runs(tmp_path, monkeypatch, caps
 # another name: dt's weights -> translate --weights, fusion's fuser -> fuse --method.
 METHOD_FLAGS = {
     "bm25": {"k1": ("search", "--k1"), "b": ("search", "--b")},
-    "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights")},
+    "dt": {"kind": ("search", "--kind"), "weights": ("translate", "--weights"), "prf": ("search", "--prf"),
+           "fb_terms": ("search", "--fb-terms"), "fb_docs": ("search", "--fb-docs"),
+           "original_query_weight": ("search", "--original-query-weight"), "grid": None},
     "dt-mira": {"kind": ("search", "--kind")},
     "psq": {"psq": ("search", "--psq"), "kind": ("search", "--kind"), "grid": None},
     "boost": {"candidates": ("rerank", "--candidates")},
@@ -186,7 +188,8 @@ METHOD_FLAGS = {
                "measure": ("fuse", "--measure"), "grid": None, "pairs": None, "seed": None, "folds": None,
                "min_gain": None},
     "dense": {"words": ("search", "--words"), "grid": None, "search": ("search", "--search"), "m": ("search", "--m"),
-              "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search")},
+              "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search"),
+              "query": ("search", "--query"), "kind": ("search", "--kind")},
 }
 # Settings classes whose every setting has the flag of the same name: (class, command)
 CLASS_FLAGS = [(BowfdConfig, "rerank"), *[(step.settings, f"train {name}") for name, step in TRAINING.items()]]

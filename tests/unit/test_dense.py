@@ -175,3 +175,41 @@ def test_saved_query_vectors_give_the_run_of_embedding_again(folder, model, tmp_
     reused = searcher.search_all(QUERIES, hits=4, progress=False, latencies=latencies, timed=loaded)
     pd.testing.assert_frame_equal(reused, searcher.search_all(QUERIES, hits=4, progress=False))
     assert all(latencies[qid] >= loaded[qid][1] for qid in loaded)  # the embedding's seconds are counted
+
+
+class _OneBest:
+    """A translator whose 1-best of each topic is the English text given for it (the decoder's interface that
+    :func:`clirplug.mt.one_best.dt_queries` calls)."""
+
+    def __init__(self, english: dict[str, str]):
+        self.english = english
+
+    def restrict_topics(self, topics, field):
+        pass
+
+    def topic_sentences(self, topic, field):
+        return [[topic.id]]
+
+    def translate(self, tokens, nbest=1):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(words=self.english[tokens[0]].split())]
+
+
+def test_dense_on_the_translation_equals_embedding_the_translation_by_hand(folder, model):
+    from clirplug.io.topics import Topic
+
+    english = {"cp": "copy files and directories", "bread": "bake bread with flour and yeast"}
+    topics = [Topic(qid, QUERIES[qid], QUERIES[qid]) for qid in english]
+    queries = dense.query_texts(topics, "title", "translation", _OneBest(english))
+    assert queries == english
+    assert dense.query_texts(topics, "title") == {qid: QUERIES[qid] for qid in english}
+    searcher = dense.DenseSearcher(folder, model)
+    run = searcher.search_all(queries, hits=4, progress=False)
+    for qid, text in english.items():
+        by_hand = searcher.search_vector(dense.embed_queries(model, [text])[0], 4)
+        assert list(run[run["qid"] == qid][["docid", "score"]].itertuples(index=False, name=None)) == by_hand
+    source = searcher.search_all(dense.query_texts(topics, "title"), hits=4, progress=False)
+    assert not np.allclose(source["score"], run["score"])  # the English query is another vector
+    with pytest.raises(ClirplugError, match="translation"):
+        dense.query_texts(topics, "title", "translation")

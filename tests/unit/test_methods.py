@@ -17,7 +17,8 @@ pytestmark = pytest.mark.cli  # reads the rerank command's methods
 # and dt's weights, which choose the decoder weights file of the experiment's translate stage.
 PARAMETERS = {
     "bm25": {"k1": "k1", "b": "b"},
-    "dt": {"kind": "kind", "weights": None},
+    "dt": {"kind": "kind", "weights": None, "prf": "prf", "fb_terms": "fb_terms", "fb_docs": "fb_docs",
+           "original_query_weight": "original_query_weight", "grid": None},
     "dt-mira": {"kind": "kind"},
     "psq": {"psq": "settings", "kind": "source.kind", "grid": None},
     "boost": {"candidates": "candidates"},
@@ -25,7 +26,7 @@ PARAMETERS = {
     "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None, "grid": None, "pairs": None,
                "seed": None, "folds": None, "min_gain": None},
     "dense": {"words": "words", "grid": None, "search": "search", "m": "m", "ef_construction": "ef_construction",
-              "ef_search": "ef_search"},
+              "ef_search": "ef_search", "query": "query", "kind": "kind"},
 }
 # the parameters taking a library settings object, and its class
 SETTINGS_PARAMETERS = {("psq", "settings"): "PsqSettings", ("bowfd", "config"): "BowfdConfig"}

@@ -36,7 +36,7 @@ def test_each_method_s_options_come_from_its_flags():
     options = searcher_options(args)
     assert options["fusion"] == {"searchers": ["dt", "dense"], "method": "rrf", "kappa": 0.3}
     assert options["dense"] == {"words": 16, "search": "hnsw", "m": 16, "ef_construction": 100,
-                                  "ef_search": 200} and options["boost"] == {"depth": 50}
+                                  "ef_search": 200, "query": "source"} and options["boost"] == {"depth": 50}
     assert options["bowfd"]["first_stage"] == "dt" and options["dt"]["k1"] == 0.9
     args = build_parser().parse_args(["serve", "--index", "i", "--method", "boost", "--first-stage", "psq"])
     assert searcher_options(args)["boost"]["first_stage"] == searcher_options(args)["bowfd"]["first_stage"] == "psq"

@@ -9,7 +9,8 @@ import sys
 from clirplug.errors import ClirplugError
 from clirplug.experiment.kinds import Context, stage_kind, write_run_with_sidecar
 from clirplug.experiment.plan import Plan, Stage
-from clirplug.experiment.systems import corpus_entry, describes, index_entry
+from clirplug.experiment.planners.dt import plan_translation, read_translations
+from clirplug.experiment.systems import corpus_entry, describes, index_entry, model_entry
 
 SEARCH_KEYS = ("search", "m", "ef_construction", "ef_search")  # a dense run's settings of how it searches
 
@@ -52,6 +53,9 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                                        {"model": model_id(), "words": words, **graph},
                                        deps=(embed,), outputs=(folder / name,), inputs_from=(folder,)))
                         for words, folder, embed in zip(grid, folders, embeds))
+    if s.query == "translation":
+        _plan_translated(plan, spec, splits, grid, embeds, folders, search)
+        return
     for fld in c.fields:
         settings = {"model": model_id(), "words": grid[0], "tuned": False, **search}
         deps, inputs_from = embeds, folders
@@ -77,6 +81,42 @@ def plan_dense(plan: Plan, spec, splits) -> None:
                            split_settings, inputs=(c.collection.topics(split),), deps=deps, inputs_from=split_inputs)
 
 
+def _plan_translated(plan: Plan, spec, splits, grid: list[int], embeds: tuple, folders: tuple, search: dict) -> None:
+    """Dense retrieval of DT's 1-best translations (``query: translation``): the ``translate`` stages of a DT run
+    of the same grammar (:func:`clirplug.experiment.planners.dt.plan_translation`; on the tune split the folds'
+    cross-fitted ones) embedded as queries against the collection vectors of the source-query runs (the same
+    ``dense-embed`` stages); with a ``grid``, ``words`` chosen per field on the tune split's translations."""
+    from clirplug.dense import model_id
+
+    c, s = plan.config, spec.settings
+    for fld in c.fields:
+        settings = {"model": model_id(), "words": grid[0], "tuned": False, "query": "translation", **search}
+        deps, inputs_from = embeds, folders
+        if s.grid is not None:
+            qrels = c.collection.qrels(c.tune_split)
+            if not qrels.is_file():
+                raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
+            translations = [plan.stages[plan_translation(plan, s.kind, "bitext", part, fld)]
+                            for part in plan.parts(c.tune_split)]
+            tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
+                                  {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
+                                   "measure": "MAP", "query": "translation", **plan.search_hits(), **search},
+                                  inputs=(qrels,), deps=(*embeds, *(t.name for t in translations)),
+                                  outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
+                                           c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
+                                  inputs_from=(*folders, *(t.outputs[0] for t in translations))))
+            settings = {"model": model_id(), "grid": grid, "tuned": True, "query": "translation", **search}
+            deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
+
+        def plan_part(part, fld=fld, settings=settings, deps=deps, inputs_from=inputs_from):
+            translate = plan.stages[plan_translation(plan, s.kind, "bitext", part, fld)]
+            return plan.run_stage({"name": spec.name, "method": "dense", "split": part.name, "field": fld}, "dense",
+                                  settings, deps=(*deps, translate.name), inputs_from=(*inputs_from, translate.outputs[0]))
+
+        for split in splits:
+            plan.split_run({"name": spec.name, "method": "dense", "split": split, "field": fld}, plan_part)
+
+
 def _search_settings(settings) -> dict:
     """How a dense run searches, as stage settings: none for exact search (the stages' settings, so their cache
     keys, are those of before HNSW), ``search``, ``m``, ``ef_construction`` and ``ef_search`` for HNSW."""
@@ -90,10 +130,16 @@ def _search_of(settings: dict) -> dict:
 
 @describes("dense")
 def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
-    """A dense run's system: the index (beside which the vectors are cached), the corpus, the ``words`` used and,
-    through HNSW, how it searches."""
+    """A dense run's system: the index (beside which the vectors are cached), the corpus, the ``words`` used,
+    through HNSW how it searches, and with ``query: translation`` the translating model and the field."""
+    options = {"words": tuned.get("words", stage.settings.get("words")), **_search_of(stage.settings)}
+    model = None
+    if stage.settings.get("query") == "translation":  # the model and weights of its translate stage
+        translate = next(ctx.plan_stages[dep] for dep in stage.deps if ctx.plan_stages[dep].kind == "translate")
+        model = model_entry(ctx.config, translate.settings, translate.settings["weights"])
+        options.update(query="translation", field=stage.written_run["field"])
     return {**system, "method": "dense", "index": index_entry(ctx.config), "corpus": corpus_entry(ctx.config),
-            "options": {"words": tuned.get("words", stage.settings.get("words")), **_search_of(stage.settings)}}
+            "model": model, "options": options}
 
 
 @stage_kind("dense-embed")
@@ -149,15 +195,20 @@ def _dense_searcher(ctx: Context, folder, settings: dict):
 def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     """``words`` of a dense run chosen on the tune split (:func:`clirplug.dense.choose_words`): every value's
     measure goes in the first output, the query vectors (with their embedding seconds) in the second, for the
-    tune split's run."""
+    tune split's run. With ``query: translation``, the queries are the tune split's cross-fitted translations."""
     from clirplug.atomic import atomic_open
     from clirplug.dense import choose_words, embed_timed, save_timed
     from clirplug.io.qrels import read_qrels
     from clirplug.io.topics import read_topics, topic_field
 
     s = stage.settings
-    topics, qrels = stage.inputs
-    queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
+    folders = stage.inputs_from[:len(s["grid"])]
+    if s.get("query") == "translation":  # the folds' 1-best translations of the tune split
+        qrels = stage.inputs[0]
+        queries = read_translations(*stage.inputs_from[len(s["grid"]):])[0]
+    else:
+        topics, qrels = stage.inputs
+        queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
     timed = embed_timed(_dense_model(ctx), queries)
     save_timed(stage.outputs[1], timed)
 
@@ -165,11 +216,11 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
         if ctx.progress:
             print(f"{stage.name}: words={words} {s['measure']} {value:.4f}", file=sys.stderr, flush=True)
 
-    searchers = {words: _dense_searcher(ctx, folder, s) for words, folder in zip(s["grid"], stage.inputs_from)}
+    searchers = {words: _dense_searcher(ctx, folder, s) for words, folder in zip(s["grid"], folders)}
     best, values = choose_words(searchers, queries, read_qrels(qrels), hits=s["hits"], measure=s["measure"],
                                 timed=timed, log=log, max_passage_hits=s.get("max_passage_hits"))
     with atomic_open(stage.outputs[0]) as handle:
-        json.dump({"words": best, "folder": str(stage.inputs_from[s["grid"].index(best)]), "measure": s["measure"],
+        json.dump({"words": best, "folder": str(folders[s["grid"].index(best)]), "measure": s["measure"],
                    "value": values[best], "split": s["split"],
                    "evaluated": [{"words": words, s["measure"]: values[words]} for words in s["grid"]]}, handle, indent=1)
         handle.write("\n")
@@ -178,18 +229,21 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("dense", version=3)
 def dense_stage(stage: Stage, ctx: Context) -> dict:
-    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine;
-    with ``tuned``, in the vectors of the ``words`` chosen on the tune split (whose queries' vectors, with
-    ``reuse``, come from the tuning)."""
+    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine (with
+    ``query: translation``, its 1-best translation from a ``translate`` stage); with ``tuned``, in the vectors of
+    the ``words`` chosen on the tune split (whose queries' vectors, with ``reuse``, come from the tuning)."""
     from clirplug.dense import load_timed
     from clirplug.io.topics import read_topics, topic_field
 
     tuned = json.loads(stage.inputs_from[0].read_text(encoding="utf-8")) if stage.settings["tuned"] else None
     folder = tuned["folder"] if tuned else stage.inputs_from[0]
     searcher = _dense_searcher(ctx, folder, stage.settings)
-    queries = {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])}
-    timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None
     latencies: dict[str, float] = {}
+    if stage.settings.get("query") == "translation":  # latency: translation seconds, then embedding and search
+        queries, latencies = read_translations(stage.inputs_from[-1])
+    else:
+        queries = {t.id: topic_field(t, stage.written_run["field"]) for t in read_topics(stage.inputs[0])}
+    timed = load_timed(stage.inputs_from[-1]) if stage.settings.get("reuse") else None
     frame = searcher.search_all(queries, stage.settings["hits"], progress=ctx.progress, latencies=latencies,
                                 timed=timed)
     return write_run_with_sidecar(stage, frame, latencies, tuned={"words": tuned["words"]} if tuned else None)

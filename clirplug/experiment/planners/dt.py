@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, make_executor
-from clirplug.experiment.kinds import Context, bm25_stage, stage_kind, stdout_to_log
+from clirplug.experiment.kinds import Context, bm25_searcher, bm25_stage, stage_kind, stdout_to_log
 from clirplug.experiment.plan import Plan, Stage, bm25_settings
 from clirplug.experiment.systems import describes, index_entry, model_entry
 from clirplug.resources import peak_rss_mb
@@ -21,22 +22,16 @@ def plan_dt(plan: Plan, spec, splits) -> None:
     """
     c, s = plan.config, spec.settings
     index = plan.index()
-    variant = s.kind + ("" if s.weights == "bitext" else ".queries")
+    tuned = {fld: plan_rm3_tune(plan, spec, fld) for fld in c.fields} if s.grid is not None else {}
 
     def plan_part(part, fld):
-        out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
-        deps, inputs_from, weights = plan.translation_deps(s.kind, part.fold) + part.deps, part.inputs_from, None
-        if s.weights == "queries":
-            tuned = plan.stages[plan_query_weights(plan, s.kind, fld)]
-            deps, inputs_from, weights = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
-        translate = Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
-                          {"model": str(part.model_dir), "kind": s.kind, "lang": c.collection.lang, "field": fld,
-                           "topics": str(part.topics), "weights": weights},
-                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from)
-        plan.add(translate)
+        translate = plan.stages[plan_translation(plan, s.kind, s.weights, part, fld)]
+        deps, inputs_from = (index, translate.name), translate.outputs
+        if fld in tuned:  # RM3's parameters chosen on the tune split
+            deps, inputs_from = deps + (tuned[fld],), inputs_from + plan.stages[tuned[fld]].outputs
         return plan.run_stage({"name": spec.name, "method": "dt", "split": part.name, "field": fld}, "dt",
-                              {**bm25_settings(c), "kind": s.kind, "weights": s.weights},
-                              deps=(index, translate.name), inputs_from=(out,))
+                              {**bm25_settings(c), "kind": s.kind, "weights": s.weights, **_rm3_settings(s)},
+                              deps=deps, inputs_from=inputs_from)
 
     for split in splits:
         for fld in c.fields:
@@ -44,6 +39,86 @@ def plan_dt(plan: Plan, spec, splits) -> None:
                            lambda part, fld=fld: plan_part(part, fld))
     if s.weights == "queries":  # tuned on desc queries' bitext lines: the grammars keep their words
         plan.source_text(desc_queries=True)
+
+
+def plan_translation(plan: Plan, kind: str, weights: str, part, fld: str) -> str:
+    """The ``translate`` stage of a part's topic field: 1-best translations by the part's model (a fold's for a
+    cross-fitted tune split) with the ``kind`` grammar, decoded with the bitext's weights or, for ``weights:
+    queries``, those tuned on parallel queries (:func:`plan_query_weights`); DT and the runs reusing its
+    translations (dense retrieval of the translated query) share it."""
+    c = plan.config
+    variant = kind + ("" if weights == "bitext" else ".queries")
+    out = c.run_dir / "translations" / f"{part.name}.{fld}.{variant}.jsonl"
+    deps, inputs_from, weights_file = plan.translation_deps(kind, part.fold) + part.deps, part.inputs_from, None
+    if weights == "queries":
+        tuned = plan.stages[plan_query_weights(plan, kind, fld)]
+        deps, inputs_from, weights_file = deps + (tuned.name,), inputs_from + tuned.outputs, str(tuned.outputs[0])
+    return plan.add(Stage(f"translate.{variant}.{part.name}.{fld}", "translate",
+                          {"model": str(part.model_dir), "kind": kind, "lang": c.collection.lang, "field": fld,
+                           "topics": str(part.topics), "weights": weights_file},
+                          inputs=part.inputs, deps=deps, outputs=(out,), inputs_from=inputs_from))
+
+
+def _rm3_settings(settings) -> dict:
+    """A DT run's RM3, as stage settings: none without feedback (the stages' settings, so their cache keys, are
+    those of before RM3), ``rm3: {fb_terms, fb_docs, original_query_weight}`` with it, ``rm3: {grid: [...]}`` when
+    they are chosen on the tune split (:func:`plan_rm3_tune`)."""
+    import dataclasses
+
+    from clirplug.lucene.rm3 import rm3_grid
+
+    if settings.prf == "none":
+        return {}
+    if settings.grid is not None:
+        return {"rm3": {"grid": [dataclasses.asdict(rm3) for rm3 in rm3_grid(settings.grid)]}}
+    return {"rm3": {"fb_terms": settings.fb_terms, "fb_docs": settings.fb_docs,
+                    "original_query_weight": settings.original_query_weight}}
+
+
+def plan_rm3_tune(plan: Plan, spec, fld: str) -> str:
+    """RM3's parameters of a DT run with a ``grid``, chosen for field ``fld`` on the tune split: its translations
+    (cross-fitted: each fold's topics by the fold's model) expanded with each setting of the grid, the best MAP
+    kept (:func:`clirplug.qt.dt.choose_rm3`)."""
+    import dataclasses
+
+    from clirplug.lucene.rm3 import rm3_grid
+
+    c, s = plan.config, spec.settings
+    qrels = c.collection.qrels(c.tune_split)
+    if not qrels.is_file():
+        raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (RM3's parameters are tuned on it)")
+    translations = [plan.stages[plan_translation(plan, s.kind, s.weights, part, fld)] for part in plan.parts(c.tune_split)]
+    grid = [dataclasses.asdict(rm3) for rm3 in rm3_grid(s.grid, lambda key: f"{c.source}: runs.{spec.name}.{key}")]
+    return plan.add(Stage(f"tune.{spec.name}.{fld}", "rm3-tune",
+                          {**bm25_settings(c), "grid": grid, "field": fld, "split": c.tune_split, "measure": "MAP",
+                           **plan.search_hits()},
+                          inputs=(qrels,), deps=(plan.index(), *(t.name for t in translations)),
+                          outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.rm3.json",),
+                          inputs_from=tuple(t.outputs[0] for t in translations)))
+
+
+def _rm3_of(stage: Stage) -> tuple:
+    """``(Rm3 or None, tuned)`` of a DT run stage: its RM3 settings, or those its tuning chose (its second input),
+    with them as the sidecar's tuned settings; None without feedback."""
+    from clirplug.lucene.rm3 import Rm3
+
+    rm3 = stage.settings.get("rm3")
+    if rm3 is None:
+        return None, None
+    if "grid" in rm3:
+        chosen = json.loads(stage.inputs_from[1].read_text(encoding="utf-8"))["rm3"]
+        return Rm3(**chosen), {"rm3": chosen}
+    return Rm3(**rm3), None
+
+
+def read_translations(*paths) -> tuple[dict[str, str], dict[str, float]]:
+    """``(qid -> 1-best, qid -> translation seconds)`` of ``translate`` stages' files (JSON lines)."""
+    queries, seconds = {}, {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            queries[record["id"]], seconds[record["id"]] = record["query"], record["seconds"]
+    return queries, seconds
 
 
 def plan_query_weights(plan: Plan, kind: str, fld: str) -> str:
@@ -84,7 +159,13 @@ def dt_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
     translate = ctx.plan_stages[stage.deps[1]].settings
     return {**system, "method": "dt", "index": index_entry(ctx.config),
             "model": model_entry(ctx.config, translate, translate["weights"]),
-            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"]}}
+            "options": {"field": stage.written_run["field"], "bm25": stage.settings["bm25"], **_rm3_options(stage, tuned)}}
+
+
+def _rm3_options(stage: Stage, tuned: dict) -> dict:
+    """A DT run's RM3 as searcher options: none without feedback, else ``prf`` and the parameters it ran with."""
+    rm3 = tuned.get("rm3") or stage.settings.get("rm3")
+    return {} if rm3 is None else {"prf": "rm3", **rm3}
 
 
 @stage_kind("translate")
@@ -121,18 +202,43 @@ def translate_topics(topics, model, kind: str, lang: str, field_name: str, weigh
 
 @stage_kind("dt")
 def dt_stage(stage: Stage, ctx: Context) -> dict:
-    """DT: BM25 with the 1-best translations; latency = translation + search seconds."""
-    records = [json.loads(line) for line in stage.inputs_from[0].read_text(encoding="utf-8").splitlines()]
-    return bm25_stage(ctx, stage, {r["id"]: r["query"] for r in records}, {r["id"]: r["seconds"] for r in records})
+    """DT: BM25 with the 1-best translations (with ``rm3``, expanded by RM3); latency = translation + search
+    seconds."""
+    queries, seconds = read_translations(stage.inputs_from[0])
+    rm3, tuned = _rm3_of(stage)
+    return bm25_stage(ctx, stage, queries, seconds, rm3=rm3, tuned=tuned)
+
+
+@stage_kind("rm3-tune")
+def rm3_tune_stage(stage: Stage, ctx: Context) -> dict:
+    """RM3's parameters of a DT run chosen on the tune split's translations (:func:`clirplug.qt.dt.choose_rm3`):
+    the choice and every setting's measure as JSON."""
+    from clirplug.atomic import atomic_open
+    from clirplug.io.qrels import read_qrels
+    from clirplug.lucene.rm3 import Rm3
+    from clirplug.qt.dt import choose_rm3
+
+    s = stage.settings
+    queries = read_translations(*stage.inputs_from)[0]
+    grid = [Rm3(**rm3) for rm3 in s["grid"]]
+    best, values = choose_rm3(bm25_searcher(ctx, s["index"], s["bm25"]), queries, read_qrels(stage.inputs[0]), grid,
+                              hits=s["hits"], measure=s["measure"], max_passage_hits=s.get("max_passage_hits"))
+    chosen = dataclasses.asdict(best)
+    with atomic_open(stage.outputs[0]) as handle:
+        json.dump({"rm3": chosen, "measure": s["measure"], "value": max(values), "split": s["split"],
+                   "evaluated": [{**rm3, s["measure"]: value} for rm3, value in zip(s["grid"], values)]},
+                  handle, indent=1)
+        handle.write("\n")
+    return {**chosen, s["measure"]: max(values)}
 
 
 def _translate_chunk(task):
-    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.qt.dt.dt_queries`),
+    """Worker: the 1-best translation and the seconds of each of some topics (:func:`clirplug.mt.one_best.dt_queries`),
     and the worker's peak memory."""
     model_dir, kind, lang, field_name, topics, weights = task
     from clirplug.mt.features import read_weights
+    from clirplug.mt.one_best import dt_queries
     from clirplug.mt.translator import Translator
-    from clirplug.qt.dt import dt_queries
 
     translator = Translator(model_dir, kind=kind, src_lang=lang, weights=read_weights(weights) if weights else None)
     seconds: dict[str, float] = {}
