@@ -125,9 +125,14 @@ class Translator:
         if self._decoder is None:
             rules = self._rules if self._rules is not None else read_grammar(self.grammar_path, self._restriction)
             self._rules = None
-            self._decoder = Decoder(rules, LanguageModel(self.lm_path), self.weights, pop_limit=self.pop_limit,
+            self._decoder = Decoder(rules, self.language_model, self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
         return self._decoder
+
+    @functools.cached_property
+    def language_model(self) -> LanguageModel:
+        """The LM, loaded once: a decoder reloaded for an enlarged restriction keeps it."""
+        return LanguageModel(self.lm_path)
 
     def restrict_topics(self, topics, field: str) -> None:
         """:meth:`restrict` to the sentences of the topics' ``field`` (:meth:`topic_sentences`)."""
