@@ -339,7 +339,7 @@ def psq_queries(source: PsqSource, topics, builder, tokenize,
 
 def psq_topic_queries(topics, source: PsqSource, settings: PsqSettings | None = None) -> dict[str, list[dict[str, float]]]:
     """``qid -> per-token distributions`` of every topic under ``settings`` (default: Pr_token only), from
-    :func:`psq_builder` restricted to the topics."""
+    :meth:`PsqQueries.builder` restricted to the topics (the files read for this call only)."""
     return PsqQueries(source, PsqSettings() if settings is None else settings).queries(topics)
 
 
