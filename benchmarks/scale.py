@@ -4,7 +4,8 @@ Usage::
 
     nice .venv/bin/python benchmarks/scale.py --model DIR --index small=INDEX --index large=INDEX2 \\
         --corpus small=CORPUS --corpus large=CORPUS2 --topics ../shared/data/manclir-de/topics.dev.jsonl \\
-        --methods bm25 dt psq bowfd boost [--options 'OPTIONS.{field}.json'] [--limit 100] [--fields title desc]
+        --methods bm25 dt psq bowfd boost [--options 'OPTIONS.{field}.json'] [--limit 100] [--fields title desc] \\
+        [--k 1000] [--decode] [--baseline dt]
 
 Each method is built through the registry (:func:`clirplug.api.compose`) from the collection's index and corpus,
 the model folder ``--model`` (loaded with the flat grammar, for the methods that need one) and ``--options``: a
@@ -15,10 +16,16 @@ that reads queries by ``field`` reads the field measured. The experiment writes 
 model folder. Each (collection, method, field) runs in a fresh spawned process,
 which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
 data on first use, e.g. PSQ the document vectors), then searches the first ``--limit`` topics one at a time
-through the Python API (``searcher.search(query, k=1000)``), timing each query's wall clock;
-the process's peak resident memory (Python, the JVM and the models) is read at its end. DT's
-translations come from the model's translation cache when it holds them, so its latency is
-mostly the search. Prints a markdown table with the growth ratio (large / small) per method and field.
+through the Python API (``searcher.search(query, k)``, ``--k`` 1000 by default), timing each query's wall clock;
+the process's peak resident memory (Python, the JVM and the models) is read at its end.
+
+Translations: DT's 1-best and PSQ's n-best lists come from the model's translation cache
+(``MODEL/cache/``) when it holds them (one entry per sentence, the longest list computed so far: an
+experiment's PSQ stages, or ``clirplug translate --nbest N``, fill it for both), so their latencies are
+then the cache read, the query's table and the search; with ``--decode`` the cache is off and both
+decode every query (DT its 1-best, PSQ its ``nbest`` list off the same forest). Prints a markdown
+table with the growth ratio (large / small) per method and field, and with ``--baseline METHOD`` each
+method's median latency as a multiple of that method's in the same collection and field.
 """
 
 import argparse
@@ -41,7 +48,7 @@ def _filled(value, **names):
     return value
 
 
-def _searcher(method, field, index, corpus, model_dir, options):
+def _searcher(method, field, index, corpus, model_dir, options, cache=True):
     import inspect
 
     from clirplug import api
@@ -51,26 +58,27 @@ def _searcher(method, field, index, corpus, model_dir, options):
     for name in api.system(method, options):
         if "field" in inspect.signature(METHODS[name].searcher_class()).parameters:
             options.setdefault(name, {}).setdefault("field", field)
-    model = api.TranslationModel(model_dir, kind="flat") if "model" in api.needs(method, options) else None
+    model = (api.TranslationModel(model_dir, kind="flat", cache=cache) if "model" in api.needs(method, options)
+             else None)
     return api.compose(method, options, index=index, model=model, corpus=corpus)
 
 
 def measure(task) -> dict:
     """One (collection, method, field): load the searcher, then time each query; peak memory at the end."""
-    method, field, index, corpus, model_dir, options, topics_path, limit = task
+    method, field, index, corpus, model_dir, options, topics_path, limit, k, cache = task
     from clirplug.io.topics import read_topics, topic_field
 
     start = time.perf_counter()
-    searcher = _searcher(method, field, index, corpus, model_dir, options)
+    searcher = _searcher(method, field, index, corpus, model_dir, options, cache)
     load = time.perf_counter() - start
     topics = read_topics(topics_path)[:limit]
     start = time.perf_counter()
-    searcher.search(topic_field(topics[0], field), k=1000)  # loads what a searcher reads on first use
+    searcher.search(topic_field(topics[0], field), k=k)  # loads what a searcher reads on first use
     first = time.perf_counter() - start
     seconds = []
     for topic in topics:
         start = time.perf_counter()
-        searcher.search(topic_field(topic, field), k=1000)
+        searcher.search(topic_field(topic, field), k=k)
         seconds.append(time.perf_counter() - start)
     seconds.sort()
     return {"load_s": load, "first_s": first, "median_ms": 1000 * statistics.median(seconds),
@@ -109,7 +117,12 @@ def main():
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--fields", nargs="+", default=["title", "desc"])
     parser.add_argument("--methods", nargs="+", required=True, help="methods of clirplug.methods.METHODS")
+    parser.add_argument("--k", type=int, default=1000, help="documents per query (default: 1000)")
+    parser.add_argument("--decode", action="store_true", help="no translation cache: DT and PSQ decode every query")
+    parser.add_argument("--baseline", help="a method of --methods: each median latency as a multiple of its own")
     args = parser.parse_args()
+    if args.baseline is not None and args.baseline not in args.methods:
+        raise SystemExit(f"--baseline {args.baseline}: not one of --methods")
     indexes, corpora = pairs(args.index, "index"), pairs(args.corpus, "corpus")
     context = multiprocessing.get_context("spawn")
     sizes = {}
@@ -121,7 +134,8 @@ def main():
         for field in args.fields:
             for name, index in indexes.items():
                 options = json.loads(Path(args.options.format(field=field)).read_text()) if args.options else {}
-                task = (method, field, index, corpora.get(name), args.model, options, args.topics, args.limit)
+                task = (method, field, index, corpora.get(name), args.model, options, args.topics, args.limit,
+                        args.k, not args.decode)
                 with context.Pool(1, maxtasksperchild=1) as pool:
                     results[method, field, name] = pool.apply(measure, (task,))
                 print(f"measured {method} {field} {name}: {results[method, field, name]}", flush=True)
@@ -140,6 +154,14 @@ def main():
                                for r in rows)
             print(f"| {method} | {field} | {cells} | {rows[-1]['median_ms'] / rows[0]['median_ms']:.2f} | "
                   f"{rows[-1]['peak_mb'] / rows[0]['peak_mb']:.2f} |")
+    if args.baseline is not None:
+        print("\n| method | field | " + " | ".join(f"{n}: median / {args.baseline}'s" for n in names) + " |")
+        print("|---|---|" + "---|" * len(names))
+        for method in args.methods:
+            for field in args.fields:
+                ratios = " | ".join(f"{results[method, field, n]['median_ms'] / base:.2f}" for n in names
+                                    for base in [results[args.baseline, field, n]['median_ms']])
+                print(f"| {method} | {field} | {ratios} |")
 
 
 def _documents(index) -> int:

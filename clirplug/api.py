@@ -709,10 +709,20 @@ class PsqSearcher(Searcher):
              "untranslated": source is not None and targets == {source: 1.0}}  # searched as itself
             for source, targets in table]}
 
-    def run(self, topics, k: int = 1000, progress: bool = False):
-        from clirplug.qt.psq import psq_search, psq_topic_queries
+    @functools.cached_property
+    def tables(self):
+        """The query tables' sources (:class:`~clirplug.qt.psq.PsqQueries`), read on first search and kept: the
+        model's translator (DT's, with its translation cache) decodes the n-best lists."""
+        from clirplug.qt.psq import PsqQueries
 
-        queries = psq_topic_queries(topics, self.source, self.settings)
+        if self.model is not None and self.model.src_lang == self.source.src_lang:
+            return PsqQueries(self.source, self.settings, self.model.translator)
+        return PsqQueries(self.source, self.settings)
+
+    def run(self, topics, k: int = 1000, progress: bool = False):
+        from clirplug.qt.psq import psq_search
+
+        queries = self.tables.queries(topics)
         frame = psq_search(self.scorer, queries, k, progress=progress)
         return _translated(frame, {qid: _psq_text(dists) for qid, dists in queries.items()})
 
@@ -1028,6 +1038,7 @@ class TranslationModel:
         self.translator = Translator(folder, kind=kind, src_lang=src_lang, cache=cache, weights=weights)
         self._spec = {"folder": folder, "kind": kind, "src_lang": src_lang, "cache": cache, "weights": weights}
         self._indexes: dict = {}
+        self._psq: dict = {}  # (settings, field) -> PsqQueries of psq_table
 
     @property
     def kind(self) -> str:
@@ -1075,14 +1086,18 @@ class TranslationModel:
         """The PSQ distributions of ``query``: ``(source token, {target: p})`` per kept token of each sentence,
         as :class:`PsqSearcher` searches them (``(None, {word: 1})`` for an n-best orphan word)."""
         from clirplug.io.topics import Topic
-        from clirplug.mt.preprocess import topic_sentences
-        from clirplug.qt.psq import PsqSource, psq_builder
+        from clirplug.qt.psq import PsqQueries, PsqSource
         from clirplug.qt.psq_tables import PsqSettings
 
+        settings = PsqSettings() if settings is None else settings
+        tables = self._psq.get((settings, field))
+        if tables is None:
+            source = PsqSource(model=str(self.folder), field=_check_field(field), kind=self.kind,
+                               src_lang=self.src_lang)
+            tables = self._psq[settings, field] = PsqQueries(source, settings, self.translator)
         topic = Topic("q", query, query, query)
-        source = PsqSource(model=str(self.folder), field=_check_field(field), kind=self.kind, src_lang=self.src_lang)
-        builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, [topic])
-        return [term for tokens in topic_sentences(topic, field, self.src_lang, tokenize) for term in builder.terms(tokens)]
+        builder = tables.builder([topic])
+        return [term for tokens in tables.sentences([topic]) for term in builder.terms(tokens)]
 
     def derivation(self, query: str, docid: str, index, settings=None, *, weights=None, v: float | None = None,
                    lm: bool = True) -> dict:

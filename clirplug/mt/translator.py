@@ -220,7 +220,7 @@ class Translator:
             path = self._key(tokens, f"unique{nbest}")
             data = self._read(path)
             if data is not None:
-                return [_translation(t) for t in data["translations"]]
+                return _translations(data["translations"])
             hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
             result = unique_translations(hypergraph, self.weights, nbest)
             self._write(path, {"translations": [translation_json(t) for t in result]})
@@ -228,17 +228,20 @@ class Translator:
         path = self._key(tokens, "nbest")
         data = self._read(path)
         if data is not None and (len(data["translations"]) >= nbest or data["exhausted"]):
-            return [_translation(t) for t in data["translations"][:nbest]]
+            return _translations(data["translations"][:nbest])
         hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
         result = translations(hypergraph, kbest(hypergraph, self.weights, nbest))
         self._write(path, {"translations": [translation_json(t) for t in result], "exhausted": len(result) < nbest})
         return result
 
 
-def _translation(record: dict) -> Translation:
-    """A translation from :func:`translation_json`'s dict."""
-    return Translation(tuple(record["words"]), record["score"], record["features"],
-                       tuple(tuple(a) for a in record["alignment"]), tuple(parse_rule(r) for r in record["rules"]))
+def _translations(records: list[dict]) -> list[Translation]:
+    """Translations from :func:`translation_json`'s dicts; a rule the derivations of a list share (most of
+    them) is parsed once."""
+    parse = functools.lru_cache(maxsize=None)(parse_rule)
+    return [Translation(tuple(record["words"]), record["score"], record["features"],
+                        tuple(tuple(a) for a in record["alignment"]), tuple(map(parse, record["rules"])))
+            for record in records]
 
 
 def translation_json(translation: Translation) -> dict:

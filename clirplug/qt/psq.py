@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -200,54 +201,118 @@ def check_psq_files(source: PsqSource, settings: PsqSettings) -> None:
         LexicalTable.load(model / "lex.e_given_f.npz")
 
 
-def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
-    """The :class:`~clirplug.qt.psq_tables.PsqBuilder` and the source tokenizer of ``source`` for ``settings``.
+class PsqQueries:
+    """The PSQ tables of ``source`` under ``settings``, loaded once for many calls: the tokenizer, the lexical table
+    (Pr_token), a table file and the translator (Pr_nbest, orphans) are read on first use and kept, so that a
+    searcher answering one query at a time reads none of them again.
 
-    With ``topics``, only the grammar rules usable on their ``source.field`` are loaded (for
-    Pr_grammar and the decoder of Pr_nbest): build queries of those topics only, since
-    Pr_grammar of other words would miss their rules (the decoder reloads by itself).
+    Parameters
+    ----------
+    source : PsqSource
+    settings : PsqSettings
+    translator : Translator, optional
+        The decoder of Pr_nbest (e.g. a :class:`~clirplug.api.TranslationModel`'s, which DT searches with: the
+        same n-best lists, from the same cache); by default one of ``source.model`` and ``source.kind`` with
+        the folder's weights and translation cache.
+
+    Each :meth:`builder` has a memo of its own: an n-best list is read from the translator (its cache, or
+    decoded) once per call, never from an earlier call. Pr_grammar's rules are read per call, only those usable
+    on that call's topics.
     """
-    from clirplug.mt.preprocess import preprocessor, topic_sentences
-    from clirplug.mt.translator import check_source_language
-    from clirplug.qt.psq_tables import PsqBuilder, PsqTable
 
-    if bool(source.table) == bool(source.model):
-        raise ClirplugError("PSQ needs exactly one of a table and a model folder")
-    if source.table:
-        return (PsqBuilder(settings, token=PsqTable.load(source.table), src_lang=source.src_lang),
-                preprocessor(source.src_lang))
-    model = Path(source.model)
-    if not model.is_dir():
-        raise ClirplugError(f"{model}: no such model folder (see docs/models.md)")
-    check_source_language(model, source.src_lang)
-    tokenize = preprocessor(source.src_lang, model)
-    sentences = None if topics is None else [
-        tokens for topic in topics for tokens in topic_sentences(topic, source.field, source.src_lang, tokenize)]
-    token = grammar = translate = rules = None
-    if settings.weights["token"] > 0:
+    def __init__(self, source: PsqSource, settings: PsqSettings, translator=None):
+        if bool(source.table) == bool(source.model):
+            raise ClirplugError("PSQ needs exactly one of a table and a model folder")
+        if source.model:
+            from clirplug.mt.translator import check_source_language
+
+            if not Path(source.model).is_dir():
+                raise ClirplugError(f"{source.model}: no such model folder (see docs/models.md)")
+            check_source_language(source.model, source.src_lang)
+        self.source, self.settings = source, settings
+        if translator is not None:
+            self.translator = translator
+
+    @cached_property
+    def tokenize(self):
+        """The source text's tokenizer (the model's preprocessing, its compound splitter)."""
+        from clirplug.mt.preprocess import preprocessor
+
+        if "translator" in self.__dict__:
+            return self.translator.tokenize
+        return preprocessor(self.source.src_lang, self.source.model)
+
+    @cached_property
+    def _table(self):
+        from clirplug.qt.psq_tables import PsqTable
+
+        return PsqTable.load(self.source.table)
+
+    @cached_property
+    def _lexical(self):
         from clirplug.mt.lexicon import LexicalTable
 
-        path = model / "lex.e_given_f.npz"
+        path = Path(self.source.model) / "lex.e_given_f.npz"
         if not path.is_file():
             raise ClirplugError(f"{path}: missing; run `clirplug train align` first")
-        token = LexicalTable.load(path)
-    if settings.weights["grammar"] > 0:
-        from clirplug.mt.grammar import SourcePhrases, read_grammar
-        from clirplug.qt.psq_tables import GrammarIndex
+        return LexicalTable.load(path)
 
-        path = model / f"grammar.{source.kind}.gz"
-        if not path.is_file():
-            raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
-        rules = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
-        grammar = GrammarIndex(rules)
-    if settings.weights["nbest"] > 0 or settings.orphans > 0:
+    @cached_property
+    def translator(self):
+        """The decoder of Pr_nbest (loaded on first use)."""
         from clirplug.mt.translator import Translator
 
-        translator = Translator(model, kind=source.kind, src_lang=source.src_lang)
-        if sentences is not None:  # the decoder reuses the rules just read from the same file
-            translator.restrict(sentences, rules)
-        translate = translator.translate
-    return PsqBuilder(settings, token, grammar, translate, src_lang=source.src_lang), tokenize
+        return Translator(self.source.model, kind=self.source.kind, src_lang=self.source.src_lang)
+
+    def sentences(self, topics) -> list[list[str]]:
+        """The token lists of the topics' ``source.field`` (:func:`clirplug.mt.preprocess.topic_sentences`)."""
+        from clirplug.mt.preprocess import topic_sentences
+
+        source = self.source
+        return [tokens for topic in topics for tokens in topic_sentences(topic, source.field, source.src_lang,
+                                                                         self.tokenize)]
+
+    def builder(self, topics=None):
+        """A :class:`~clirplug.qt.psq_tables.PsqBuilder` for the queries of ``topics`` (``None``: any query).
+
+        With ``topics``, only the grammar rules usable on their ``source.field`` are read (for Pr_grammar) and
+        the translator is restricted to their sentences: build queries of those topics only, since Pr_grammar
+        of other words would miss their rules (the decoder reloads by itself).
+        """
+        from clirplug.qt.psq_tables import PsqBuilder
+
+        settings, source = self.settings, self.source
+        if source.table:
+            return PsqBuilder(settings, token=self._table, src_lang=source.src_lang)
+        sentences = None if topics is None else self.sentences(topics)
+        token = self._lexical if settings.weights["token"] > 0 else None
+        grammar = translate = rules = None
+        if settings.weights["grammar"] > 0:
+            from clirplug.mt.grammar import SourcePhrases, read_grammar
+            from clirplug.qt.psq_tables import GrammarIndex
+
+            path = Path(source.model) / f"grammar.{source.kind}.gz"
+            if not path.is_file():
+                raise ClirplugError(f"{path}: missing; train the grammar first (see docs/models.md)")
+            rules = read_grammar(path, None if sentences is None else SourcePhrases(sentences))
+            grammar = GrammarIndex(rules)
+        if settings.weights["nbest"] > 0 or settings.orphans > 0:
+            translator = self.translator
+            if sentences is not None:  # a decoder not loaded yet reuses the rules just read from the same file
+                translator.restrict(sentences, rules)
+            translate = translator.translate
+        return PsqBuilder(settings, token, grammar, translate, src_lang=source.src_lang)
+
+    def queries(self, topics, latencies: dict[str, float] | None = None) -> dict[str, list[dict[str, float]]]:
+        """``qid -> per-token distributions`` of every topic (:func:`psq_queries` with :meth:`builder`)."""
+        return psq_queries(self.source, topics, self.builder(topics), self.tokenize, latencies)
+
+
+def psq_builder(source: PsqSource, settings: PsqSettings, topics=None):
+    """The :class:`~clirplug.qt.psq_tables.PsqBuilder` and the source tokenizer of ``source`` for ``settings``
+    (:meth:`PsqQueries.builder`, its files read for this call only)."""
+    queries = PsqQueries(source, settings)
+    return queries.builder(topics), queries.tokenize
 
 
 def psq_queries(source: PsqSource, topics, builder, tokenize,
@@ -274,9 +339,8 @@ def psq_queries(source: PsqSource, topics, builder, tokenize,
 
 def psq_topic_queries(topics, source: PsqSource, settings: PsqSettings | None = None) -> dict[str, list[dict[str, float]]]:
     """``qid -> per-token distributions`` of every topic under ``settings`` (default: Pr_token only), from
-    :func:`psq_builder` restricted to the topics."""
-    builder, tokenize = psq_builder(source, PsqSettings() if settings is None else settings, topics)
-    return psq_queries(source, topics, builder, tokenize)
+    :meth:`PsqQueries.builder` restricted to the topics (the files read for this call only)."""
+    return PsqQueries(source, PsqSettings() if settings is None else settings).queries(topics)
 
 
 def psq_search(scorer: PsqScorer, queries: Mapping[str, Sequence[Mapping[str, float]]], hits: int = 1000,

@@ -69,3 +69,24 @@ def test_rules_given_with_the_restriction_are_used_instead_of_a_second_read(mode
     assert [_nbest(translator, tokens, 5) for tokens in sentences] == reference
     monkeypatch.undo()
     assert _nbest(translator, ["w"], 3) == _nbest(Translator(model, cache=False), ["w"], 3)  # enlarged: read again
+
+
+def test_cached_lists_equal_the_decoded_ones_with_shared_rules_parsed_once(model):
+    tokens = ["x", "w", "y", "q"]
+    decoded = Translator(model).translate(tokens, 10)
+    for unique in (False, True):
+        Translator(model).translate(tokens, 6, unique=unique)  # written to the cache
+        read = Translator(model).translate(tokens, 6, unique=unique)
+        assert read == Translator(model, cache=False).translate(tokens, 6, unique=unique)
+        shared = {id(rule) for t in read for rule in t.rules}
+        assert len(shared) == len({rule for t in read for rule in t.rules})  # one object per distinct rule
+    assert Translator(model).translate(tokens, 10) == decoded
+
+
+def test_a_reloaded_decoder_keeps_the_language_model(model):
+    translator = Translator(model, cache=False)
+    translator.restrict([["w"]])
+    first = translator.decoder
+    translator.translate(["x", "y"], 3)  # outside the restriction: the grammar is read again
+    assert translator.decoder is not first and translator.decoder.lm is first.lm
+    assert _nbest(translator, ["x", "y"], 3) == _nbest(Translator(model, cache=False), ["x", "y"], 3)
