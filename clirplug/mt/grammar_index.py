@@ -1,6 +1,7 @@
 """An index of a grammar file by source phrase: the rules a restriction admits, found without scanning the file.
 
-``<grammar>.index``, beside the grammar, holds the grammar's lines uncompressed in file order and a table
+``<grammar>.index``, beside the grammar, holds the grammar's lines in file order, compressed in blocks of
+about :data:`BLOCK` bytes (zlib; a phrase's lines, mostly neighbours, are read from a few blocks), and a table
 from phrases to lines: each rule line is listed under every terminal run of its source side (the runs
 :meth:`~clirplug.mt.grammar.SourcePhrases.admits` requires to be phrases), a source side without terminals
 under the empty phrase. A rule admitted by a restriction has all its runs among the restriction's phrases,
@@ -8,7 +9,7 @@ so it is among the lines of those phrases: these are read in file order and filt
 them (:func:`~clirplug.mt.grammar.iter_grammar`), which gives the scan's rules in the scan's order.
 Phrases are keyed by a 64-bit hash; a collision only adds lines the filter drops.
 
-The file: a magic line, the lines (UTF-8, each ending in a newline), the arrays (little-endian, 8-byte
+The file: a magic line, the blocks of lines (UTF-8, each ending in a newline), the arrays (little-endian, 8-byte
 aligned), a JSON header naming their offsets and the grammar's size and modification time, and the
 header's length (8 bytes). An index whose header does not match its grammar or its own length is
 not used. The index knows no grammar syntax: :mod:`clirplug.mt.grammar` gives each line's phrases.
@@ -20,6 +21,7 @@ import array
 import hashlib
 import json
 import mmap
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -27,8 +29,12 @@ import numpy as np
 
 from clirplug.atomic import atomic_open
 
-MAGIC = b"clirplug grammar index 1\n"
-_ARRAYS = ("keys", "bounds", "entries", "starts", "linenos")  # in file order, after the lines
+MAGIC = b"clirplug grammar index 2\n"
+BLOCK = 1 << 15  # bytes of lines compressed together
+# in file order, after the blocks: the phrase keys (sorted), their entries' bounds, the entries (line numbers,
+# counted from 0 over the indexed lines), each line's offset in the uncompressed lines (and the end), each
+# block's first line (and the number of lines), each block's offset (and the end), each line's number in the file
+_ARRAYS = ("keys", "bounds", "entries", "starts", "block_lines", "blocks", "linenos")
 _OPEN: dict[tuple, GrammarIndex] = {}  # (index path, grammar version) -> its index, opened once per process
 
 
@@ -69,9 +75,14 @@ class GrammarIndex:
         if not found:
             return
         ids = np.unique(np.concatenate([self.entries[self.bounds[p] : self.bounds[p + 1]] for p in found]))
-        starts, text = self.starts, self.text
-        for i in ids.tolist():
-            yield int(self.linenos[i]), self._map[text + int(starts[i]) : text + int(starts[i + 1]) - 1].decode("utf-8")
+        in_block = np.searchsorted(self.block_lines, ids, side="right") - 1
+        starts, blocks, text = self.starts, self.blocks, self.text
+        current, data, base = -1, b"", 0
+        for i, b in zip(ids.tolist(), in_block.tolist()):
+            if b != current:  # ids ascend: each block is decompressed once
+                current, base = b, int(starts[self.block_lines[b]])
+                data = zlib.decompress(self._map[text + int(blocks[b]) : text + int(blocks[b + 1])])
+            yield int(self.linenos[i]), data[int(starts[i]) - base : int(starts[i + 1]) - base - 1].decode("utf-8")
 
 
 def open_index(where: Path, version: tuple[str, int, int]) -> GrammarIndex | None:
@@ -91,19 +102,34 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
     """Write atomically at ``where`` the index of the file of ``version`` whose non-blank lines are ``lines``:
     ``(line number, line without its newline, the phrases it is listed under)``."""
     keys, line_ids, starts, linenos = array.array("Q"), array.array("Q"), array.array("q", [0]), array.array("q")
-    offset = 0
+    block_lines, blocks = array.array("q"), array.array("q", [0])
+    offset, pending = 0, []
     with atomic_open(where, "wb") as out:
         out.write(MAGIC)
+
+        def flush():
+            compressed = zlib.compress(b"".join(pending))
+            out.write(compressed)
+            blocks.append(blocks[-1] + len(compressed))
+            pending.clear()
+
         for lineno, line, phrases in lines:
             line_id = len(linenos)
             for key in {phrase_key(phrase) for phrase in phrases}:
                 keys.append(key)
                 line_ids.append(line_id)
+            if not pending:
+                block_lines.append(line_id)
             data = line.encode("utf-8") + b"\n"
-            out.write(data)
+            pending.append(data)
             offset += len(data)
             starts.append(offset)
             linenos.append(lineno)
+            if offset - starts[block_lines[-1]] >= BLOCK:
+                flush()
+        if pending:
+            flush()
+        block_lines.append(len(linenos))
         keys_array = np.frombuffer(keys, dtype=np.uint64)
         order = np.argsort(keys_array, kind="stable")  # by phrase, each phrase's lines in file order
         sorted_keys = keys_array[order]
@@ -111,9 +137,11 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
         arrays = {"keys": unique.astype("<u8"), "bounds": np.append(first, len(sorted_keys)).astype("<i8"),
                   "entries": np.frombuffer(line_ids, dtype=np.uint64)[order].astype("<u8"),
                   "starts": np.frombuffer(starts, dtype=np.int64).astype("<i8"),
+                  "block_lines": np.frombuffer(block_lines, dtype=np.int64).astype("<i8"),
+                  "blocks": np.frombuffer(blocks, dtype=np.int64).astype("<i8"),
                   "linenos": np.frombuffer(linenos, dtype=np.int64).astype("<i8")}
         header = {"size": version[1], "mtime_ns": version[2], "text": len(MAGIC)}
-        position = len(MAGIC) + offset
+        position = len(MAGIC) + blocks[-1]
         for name in _ARRAYS:
             padding = -position % 8
             out.write(b"\0" * padding)

@@ -46,7 +46,9 @@ def _assert_index_reads_as_the_scan(path: Path, sentences, seed: int) -> tuple[i
 
 
 @pytest.mark.parametrize("kind", ["flat", "hiero"])
-def test_the_index_reads_the_fixture_grammars_as_the_scan(tmp_path, kind):
+@pytest.mark.parametrize("block", [grammar_index.BLOCK, 300])
+def test_the_index_reads_the_fixture_grammars_as_the_scan(tmp_path, monkeypatch, kind, block):
+    monkeypatch.setattr(grammar_index, "BLOCK", block)  # 300: a few lines a block, most phrases over several
     path = tmp_path / f"grammar.{kind}.gz"
     shutil.copy(GOLDEN / path.name, path)
     sentences = [line.split() for line in (GOLDEN / "sentences.txt").read_text(encoding="utf-8").splitlines()]
