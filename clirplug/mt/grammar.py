@@ -378,8 +378,8 @@ def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str],
     """The lines of the grammar file ``path`` listed under ``phrases`` in its index (:mod:`clirplug.mt.grammar_index`,
     built first if ``build`` and missing or stale, checking every line), in file order; None without an index."""
     where = index_path(path)
-    index = open_index(where, version)
-    if index is None and build and os.access(where.parent, os.W_OK):
+    lines = _listed_lines(open_index(where, version), phrases)
+    if lines is None and build and os.access(where.parent, os.W_OK):
         check = not _was_checked(path, version)
         parser = _RuleLines(str(path))
 
@@ -401,8 +401,16 @@ def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str],
             return None  # the index cannot be written (a full disk): the file is scanned
         if check:
             _mark_checked(path, version)
-        index = open_index(where, version)
-    return None if index is None else index.lines(phrases | {""})
+        lines = _listed_lines(open_index(where, version), phrases)
+    return lines
+
+
+def _listed_lines(index, phrases: set[str]) -> list[tuple[int, str]] | None:
+    """The lines an open index lists under ``phrases`` or without terminals; None without one or when it is damaged."""
+    try:
+        return None if index is None else index.lines(phrases | {""})
+    except ValueError:
+        return None
 
 
 def iter_grammar(path, restriction: SourcePhrases | None = None, new_phrases: set[str] | None = None,

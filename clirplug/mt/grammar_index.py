@@ -10,8 +10,8 @@ them (:func:`~clirplug.mt.grammar.iter_grammar`), which gives the scan's rules i
 Phrases are keyed by a 64-bit hash; a collision only adds lines the filter drops.
 
 The file: a magic line, the blocks of lines (UTF-8, each ending in a newline), the arrays (little-endian, 8-byte
-aligned), a JSON header naming their offsets and the grammar's size and modification time, and the
-header's length (8 bytes). An index whose header does not match its grammar or its own length is
+aligned), a JSON header naming their offsets, their CRC-32 and the grammar's size and modification time,
+and the header's length and CRC-32 (4 bytes each). An index whose header does not match its grammar or its own length is
 not used. The index knows no grammar syntax: :mod:`clirplug.mt.grammar` gives each line's phrases.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from clirplug.atomic import atomic_open
 
-MAGIC = b"clirplug grammar index 2\n"
+MAGIC = b"clirplug grammar index 1\n"
 BLOCK = 1 << 15  # bytes of lines compressed together
 # in file order, after the blocks: the phrase keys (sorted), their entries' bounds, the entries (line numbers,
 # counted from 0 over the indexed lines), each line's offset in the uncompressed lines (and the end), each
@@ -58,17 +58,29 @@ class GrammarIndex:
         size = len(self._map)
         if size < len(MAGIC) + 8 or self._map[: len(MAGIC)] != MAGIC:
             raise ValueError("not a grammar index")
-        length = int.from_bytes(self._map[size - 8 :], "little")
+        length, crc = int.from_bytes(self._map[size - 8 : size - 4], "little"), self._map[size - 4 :]
+        if zlib.crc32(self._map[size - 8 - length : size - 8]).to_bytes(4, "little") != crc:
+            raise ValueError("a damaged index")
         header = json.loads(self._map[size - 8 - length : size - 8])
         if header["length"] != size or (header["size"], header["mtime_ns"]) != version[1:]:
             raise ValueError("a stale or damaged index")
+        arrays = header[_ARRAYS[0]][0]
+        if zlib.crc32(memoryview(self._map)[arrays : size - 8 - length]) != header["crc32"]:  # the blocks check themselves
+            raise ValueError("a damaged index")
         self.text = header["text"]
         for name in _ARRAYS:
             offset, count, dtype = header[name]
             setattr(self, name, np.frombuffer(self._map, dtype=dtype, count=count, offset=offset))
 
-    def lines(self, phrases: Iterable[str]) -> Iterator[tuple[int, str]]:
-        """``(line number, line)`` of every line listed under one of ``phrases``, in file order."""
+    def lines(self, phrases: Iterable[str]) -> list[tuple[int, str]]:
+        """``(line number, line)`` of every line listed under one of ``phrases``, in file order; ``ValueError``
+        when a block of lines is damaged."""
+        try:
+            return list(self._lines(phrases))
+        except (zlib.error, UnicodeDecodeError) as error:
+            raise ValueError(f"a damaged index: {error}") from error
+
+    def _lines(self, phrases: Iterable[str]) -> Iterator[tuple[int, str]]:
         wanted = np.fromiter(map(phrase_key, phrases), dtype=np.uint64)
         positions = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1) if len(self.keys) else []
         found = [int(p) for p, key in zip(positions, wanted) if self.keys[p] == key]
@@ -141,18 +153,23 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
                   "blocks": np.frombuffer(blocks, dtype=np.int64).astype("<i8"),
                   "linenos": np.frombuffer(linenos, dtype=np.int64).astype("<i8")}
         header = {"size": version[1], "mtime_ns": version[2], "text": len(MAGIC)}
-        position = len(MAGIC) + blocks[-1]
+        position, crc = len(MAGIC) + blocks[-1], None  # crc: of the bytes from the first array to the header
         for name in _ARRAYS:
-            padding = -position % 8
-            out.write(b"\0" * padding)
-            position += padding
+            padding = b"\0" * (-position % 8)
+            out.write(padding)
+            position += len(padding)
             header[name] = [position, len(arrays[name]), arrays[name].dtype.str]
-            out.write(arrays[name].tobytes())
-            position += arrays[name].nbytes
+            data = arrays[name].tobytes()
+            out.write(data)
+            crc = zlib.crc32(data) if crc is None else zlib.crc32(padding + data, crc)
+            position += len(data)
+        header["crc32"] = crc
         length = 0
         while True:  # the header names the file's length, its own included
             body = json.dumps({**header, "length": length}).encode()
             if position + len(body) + 8 == length:
                 break
             length = position + len(body) + 8
-        out.write(body + len(body).to_bytes(8, "little"))
+        out.write(body + len(body).to_bytes(4, "little") + zlib.crc32(body).to_bytes(4, "little"))
+    for key in [key for key in _OPEN if key[0] == str(where)]:
+        del _OPEN[key]  # the file replaced: opened again

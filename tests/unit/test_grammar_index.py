@@ -99,7 +99,12 @@ def test_a_stale_or_damaged_index_is_rebuilt(tmp_path):
     os.utime(path, ns=(1, 1))  # a new version, whatever the clock's resolution
     assert [r.tgt for r in read_grammar(path, restriction, index=True)] == [("home",), ("boat",)]
     where = grammar_index.index_path(path)
-    for damage in (lambda data: data[:-3], lambda data: b"x" + data[1:], lambda data: b""):
+    data = where.read_bytes()
+    header = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    # a byte flipped in the first block of lines, in the last array, in the header
+    flips = (len(grammar_index.MAGIC) + 3, header - 3, header + 5)
+    for damage in (lambda data: data[:-3], lambda data: b"x" + data[1:], lambda data: b"",
+                   *(lambda data, at=at: data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :] for at in flips)):
         where.write_bytes(damage(where.read_bytes()))
         grammar_index._OPEN.clear()  # a later process
         assert read_grammar(path, restriction, index=False) == read_grammar(path, restriction, index=True)
