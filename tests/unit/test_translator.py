@@ -47,12 +47,18 @@ def test_a_word_outside_the_restriction_adds_its_rules_to_the_decoder(model):
 
 
 @pytest.mark.parametrize("kind", ["flat", "hiero"])
-def test_a_translation_does_not_depend_on_the_queries_translated_before(tmp_path, kind):
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_translation_does_not_depend_on_the_queries_translated_before(tmp_path, monkeypatch, kind, indexed):
     """Each sentence translated alone, and after the others (its rules added to the decoder), in both orders:
-    the same n-best lists, scores, features, alignments and rules, and the same forests."""
+    the same n-best lists, scores, features, alignments and rules, and the same forests; with the grammar read
+    by scanning or through its index."""
     import shutil
 
     from test_decoder_golden import FIXTURE, WEIGHTS, sentences
+
+    from clirplug.mt import grammar
+
+    monkeypatch.setattr(grammar, "INDEX_MIN_SIZE", 0 if indexed else 1 << 62)
 
     for name in (f"grammar.{kind}.gz", "lm.arpa"):
         shutil.copy(FIXTURE / name, tmp_path / name)
@@ -69,6 +75,7 @@ def test_a_translation_does_not_depend_on_the_queries_translated_before(tmp_path
         translator = Translator(tmp_path, kind, WEIGHTS, cache=False)
         after = {tuple(tokens): translate(translator, tokens) for tokens in order}
         assert [after[tuple(tokens)] for tokens in queries] == alone
+    assert (tmp_path / f"grammar.{kind}.gz.index").is_file() == indexed
 
 
 def test_nbest_cache_serves_shorter_lists_and_recomputes_longer(model, monkeypatch):
