@@ -396,9 +396,9 @@ def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str],
         try:
             write_index(where, version, listed())
         except ClirplugError as error:
-            if not isinstance(error.__cause__, OSError) or "cannot read the grammar" in str(error):
-                raise
-            return None  # the index cannot be written (a full disk): the file is scanned
+            if not isinstance(error.__cause__, OSError):
+                raise  # a malformed line
+            return None  # a file that cannot be read or an index that cannot be written (a full disk): a scan says which
         if check:
             _mark_checked(path, version)
         lines = _listed_lines(open_index(where, version), phrases)

@@ -1,5 +1,6 @@
 """The grammar index: a restricted read through ``<grammar>.index`` gives the scan's rules in the scan's order."""
 
+import errno
 import os
 import random
 import shutil
@@ -112,12 +113,19 @@ def test_a_stale_or_damaged_index_is_rebuilt(tmp_path):
         assert grammar_index.open_index(where, (str(path.resolve()), stat.st_size, stat.st_mtime_ns)) is not None
 
 
-def test_a_read_only_folder_is_scanned_and_a_malformed_line_named(tmp_path, monkeypatch):
+def test_a_read_only_folder_or_full_disk_is_scanned_and_a_malformed_line_named(tmp_path, monkeypatch):
     path = tmp_path / "g.txt"
     write_grammar([parse_rule("[X] ||| haus ||| house ||| a=1 ||| 0-0")], path)
     monkeypatch.setattr(grammar.os, "access", lambda where, mode: False)  # a folder this user may not write in
     assert len(read_grammar(path, SourcePhrases([["haus"]]), index=True)) == 1
     assert not grammar_index.index_path(path).exists()
+    monkeypatch.undo()
+
+    def full_disk(where, version, lines):
+        raise ClirplugError(f"no space left writing {where}") from OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(grammar, "write_index", full_disk)
+    assert len(read_grammar(path, SourcePhrases([["haus"]]), index=True)) == 1  # scanned
     monkeypatch.undo()
     bad = tmp_path / "bad.txt"
     bad.write_text("[X] ||| haus ||| house ||| a=1 ||| 0-0\n[X] ||| boot ||| boat ||| a=x ||| 0-0\n", encoding="utf-8")
