@@ -321,18 +321,35 @@ class Decoder:
         self.rules_by_src: dict[tuple[str, ...], list[Rule]] = {}
         self._prepared: dict[tuple[str, ...], list[_Compiled]] = {}  # as rules_by_src, for any weights
         self.trie = _TrieNode()
+        self._group(rules)
+        arity = max((rule.arity for group in self.rules_by_src.values() for rule in group), default=0)
+        self.kernel = (kernel and arity <= 2 and (self.lm is None or self.lm.order <= 6)
+                       and importlib.util.find_spec("numba") is not None)
+        self.set_weights(weights or {})
+
+    def _group(self, rules: Iterable[Rule]) -> dict[tuple[str, ...], list[Rule]]:
+        """Add ``rules`` to :attr:`rules_by_src` and the trie (rules without terminals are never used);
+        return the groups of the source sides that were new."""
+        new = {}
         for rule in rules:
             if all(is_nonterminal(t) for t in rule.src):
                 continue
             group = self.rules_by_src.get(rule.src)
             if group is None:
-                group = self.rules_by_src[rule.src] = []
+                group = self.rules_by_src[rule.src] = new[rule.src] = []
                 self._insert(rule.src)
+            elif rule.src not in new:
+                raise ValueError(f"add_rules: the decoder has rules of source side {' '.join(rule.src)!r} already")
             group.append(rule)
-        arity = max((rule.arity for group in self.rules_by_src.values() for rule in group), default=0)
-        self.kernel = (kernel and arity <= 2 and (self.lm is None or self.lm.order <= 6)
-                       and importlib.util.find_spec("numba") is not None)
-        self.set_weights(weights or {})
+        return new
+
+    def add_rules(self, rules: Iterable[Rule]) -> None:
+        """Add the rules of source sides the decoder has none of (a grammar's rules for more sentences):
+        the forests are then those of a decoder made with all the rules (a sentence uses the rules of its
+        spans only, and a source side's rules keep their order). ``ValueError`` for a known source side."""
+        new = self._group(rules)
+        if any(rule.arity > 2 for group in new.values() for rule in group):
+            self.kernel = False  # the Python loop decodes what the kernel cannot, to the same forests
 
     def __getstate__(self) -> dict:
         """Pickled without the kernel's LM memo (numba dicts do not pickle; it is rebuilt on use)."""

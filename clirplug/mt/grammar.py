@@ -20,6 +20,7 @@ import heapq
 import io
 import itertools
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from clirplug.atomic import atomic_open
 from clirplug.errors import ClirplugError
+from clirplug.mt.grammar_index import index_path, open_index, write_index
 from clirplug.mt.symmetrize import parse_pharaoh
 
 NONTERMINAL = re.compile(r"^\[([^\],]+)(?:,(\d+))?\]$")  # "[X]", "[X,1]", "[S,2]"
@@ -38,6 +40,7 @@ _FEATURES = re.compile(rf" *+(?:(?:[^\s=]++=)?+{_NUMBER}(?: ++|$))*+")
 _LINKS = re.compile(r" *+(?:\d++-\d++(?: ++|$))*+")
 FIELD_SEPARATOR = " ||| "
 _GZIP_MAGIC = b"\x1f\x8b"
+INDEX_MIN_SIZE = 4 << 20  # a grammar file of this many bytes is indexed on its first restricted read
 
 
 def is_nonterminal(token: str) -> bool:
@@ -207,13 +210,16 @@ class SourcePhrases:
         self.phrases: set[str] = set()
         self.add(sentences)
 
-    def add(self, sentences: Iterable[Sequence[str]]) -> bool:
-        """Add the phrases of ``sentences``; whether any was new."""
-        before = len(self.phrases)
+    def add(self, sentences: Iterable[Sequence[str]]) -> set[str]:
+        """Add the phrases of ``sentences``; return those that were new (the rules :meth:`admits` now and did
+        not before are those with a terminal run among them: :func:`iter_grammar`'s ``new_phrases``)."""
+        added = set()
         for tokens in sentences:
             n = len(tokens)
-            self.phrases.update(" ".join(tokens[i:j]) for i in range(n) for j in range(i + 1, n + 1))
-        return len(self.phrases) > before
+            added.update(" ".join(tokens[i:j]) for i in range(n) for j in range(i + 1, n + 1))
+        added -= self.phrases
+        self.phrases |= added
+        return added
 
     def admits(self, source: str) -> bool:
         """Whether each terminal run of the source side ``source`` (tokens separated by spaces) is a phrase."""
@@ -226,6 +232,22 @@ class SourcePhrases:
             else:
                 run.append(token)
         return not run or " ".join(run) in self.phrases
+
+
+def terminal_runs(source: str) -> list[str]:
+    """The runs of terminals between the nonterminals of the source side ``source`` (tokens separated by
+    spaces), each as one phrase (its tokens joined by single spaces)."""
+    runs, run = [], []
+    for token in source.split():
+        if token[0] == "[" and is_nonterminal(token):
+            if run:
+                runs.append(" ".join(run))
+            run = []
+        else:
+            run.append(token)
+    if run:
+        runs.append(" ".join(run))
+    return runs
 
 
 # Grammar files (path, size, modification time) read to the end in this process or, by the stamp
@@ -341,7 +363,58 @@ class _RuleLines:
         self.values = re.compile(pattern).fullmatch
 
 
-def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rule]:
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a grammar file without their newlines, with their line numbers."""
+    with _open_text(path) as lines:
+        try:
+            for lineno, line in enumerate(lines, 1):
+                if line.strip():
+                    yield lineno, line.rstrip("\n")
+        except (UnicodeDecodeError, OSError, EOFError) as error:
+            raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
+
+
+def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str], build: bool):
+    """The lines of the grammar file ``path`` listed under ``phrases`` in its index (:mod:`clirplug.mt.grammar_index`,
+    built first if ``build`` and missing or stale, checking every line), in file order; None without an index."""
+    where = index_path(path)
+    lines = _listed_lines(open_index(where, version), phrases)
+    if lines is None and build and os.access(where.parent, os.W_OK):
+        check = not _was_checked(path, version)
+        parser = _RuleLines(str(path))
+
+        def listed():
+            last = (None, ())  # the last source field and its runs: rules sharing a source side are consecutive
+            for lineno, line in _numbered_lines(path):
+                if check:
+                    _check_line(line, f"{path}:{lineno}")
+                source = parser.fields(line)[1]
+                if source != last[0]:
+                    last = (source, terminal_runs(source) or [""])
+                yield lineno, line, last[1]
+
+        try:
+            write_index(where, version, listed())
+        except ClirplugError as error:
+            if not isinstance(error.__cause__, OSError):
+                raise  # a malformed line
+            return None  # a file that cannot be read or an index that cannot be written (a full disk): a scan says which
+        if check:
+            _mark_checked(path, version)
+        lines = _listed_lines(open_index(where, version), phrases)
+    return lines
+
+
+def _listed_lines(index, phrases: set[str]) -> list[tuple[int, str]] | None:
+    """The lines an open index lists under ``phrases`` or without terminals; None without one or when it is damaged."""
+    try:
+        return None if index is None else index.lines(phrases | {""})
+    except ValueError:
+        return None
+
+
+def iter_grammar(path, restriction: SourcePhrases | None = None, new_phrases: set[str] | None = None,
+                 index: bool | None = None) -> Iterator[Rule]:
     """Yield the rules of a grammar file (plain or gzip, detected from its content) one by one.
 
     With a ``restriction``, only the rules it admits are parsed and yielded (a per-input
@@ -349,6 +422,13 @@ def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rul
     but are still checked for their fields and feature values (:func:`_check_line`), so a
     malformed line is an error (naming file and line) wherever it is. The check is done once per
     version of the file: a read to the end records it in ``<grammar>.checked`` for later processes.
+    With ``new_phrases`` (phrases the restriction gained, :meth:`SourcePhrases.add`), only the rules it
+    admits with a terminal run among them: those it did not admit before.
+
+    A restricted read of a file that has an index (``<grammar>.index``, :mod:`clirplug.mt.grammar_index`)
+    reads only the lines listed under the restriction's phrases, and yields the same rules in the same
+    order. ``index``: build the index first when it is missing or stale (True), never (False), or when the
+    file holds at least :data:`INDEX_MIN_SIZE` bytes (None); a file whose folder is read-only is scanned.
     """
     path = Path(path)
     if not path.is_file():
@@ -357,24 +437,24 @@ def iter_grammar(path, restriction: SourcePhrases | None = None) -> Iterator[Rul
     version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     check = not _was_checked(path, version)
     parser = _RuleLines(str(path))
+    lines = None
+    if restriction is not None and index is not False:
+        build = index is True or stat.st_size >= INDEX_MIN_SIZE
+        lines = _indexed_lines(path, version, restriction.phrases if new_phrases is None else new_phrases, build)
+        if lines is not None:
+            check = False  # the index is made from checked files only
     admitted = (None, True)  # the last source field and its verdict: rules sharing a source side are consecutive
-    with _open_text(path) as lines:
-        try:
-            for lineno, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                line = line.rstrip("\n")
-                fields, source = parser.fields(line)
-                if restriction is not None:
-                    if source != admitted[0]:
-                        admitted = (source, restriction.admits(source))
-                    if not admitted[1]:
-                        if check:
-                            _check_line(line, f"{path}:{lineno}")
-                        continue
-                yield parser.rule(line, fields, lineno)
-        except (UnicodeDecodeError, OSError, EOFError) as error:
-            raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
+    for lineno, line in _numbered_lines(path) if lines is None else lines:
+        fields, source = parser.fields(line)
+        if restriction is not None:
+            if source != admitted[0]:
+                admitted = (source, restriction.admits(source)
+                            and (new_phrases is None or not new_phrases.isdisjoint(terminal_runs(source))))
+            if not admitted[1]:
+                if check:
+                    _check_line(line, f"{path}:{lineno}")
+                continue
+        yield parser.rule(line, fields, lineno)
     if check:
         _mark_checked(path, version)
 
@@ -386,14 +466,16 @@ def grammar_features(path) -> set[str]:
     return set()
 
 
-def read_grammar(path, restriction: SourcePhrases | None = None) -> list[Rule]:
+def read_grammar(path, restriction: SourcePhrases | None = None, new_phrases: set[str] | None = None,
+                 index: bool | None = None) -> list[Rule]:
     """Read a grammar file (see the module docstring for the accepted forms), only the rules
-    ``restriction`` admits if given (see :func:`iter_grammar`), with the cyclic garbage collector paused (the
-    rules make no reference cycles; each collection would walk every rule read so far)."""
+    ``restriction`` admits if given (see :func:`iter_grammar` for ``new_phrases`` and ``index``), with the
+    cyclic garbage collector paused (the rules make no reference cycles; each collection would walk every
+    rule read so far)."""
     from clirplug.mt.hypergraph import gc_paused
 
     with gc_paused():
-        return list(iter_grammar(path, restriction))
+        return list(iter_grammar(path, restriction, new_phrases, index))
 
 
 def write_grammar(rules: Iterable[Rule], path) -> None:

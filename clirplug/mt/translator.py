@@ -96,6 +96,7 @@ class Translator:
         self._signature: str | None = None
         self._restriction: SourcePhrases | None = None
         self._rules: list[Rule] | None = None
+        self._added: set[str] = set()  # phrases restricted to since the decoder was loaded
 
     @functools.cached_property
     def feature_names(self) -> set[str]:
@@ -110,8 +111,8 @@ class Translator:
     def restrict(self, sentences: Sequence[Sequence[str]], rules: list[Rule] | None = None) -> None:
         """Load only the rules usable on these token lists (more can be added before loading).
 
-        Translating a sentence with a phrase outside the restriction later reloads the grammar
-        for the enlarged restriction, so results never depend on it. ``rules`` may give the
+        Translating a sentence with a phrase outside the restriction later adds the rules of the new
+        phrases to the decoder, so results never depend on it. ``rules`` may give the
         grammar file's rules already read for exactly these sentences
         (``read_grammar(path, SourcePhrases(sentences))``), which the decoder then uses instead
         of reading them again (on the first restriction only).
@@ -119,17 +120,22 @@ class Translator:
         if self._restriction is None:
             self._restriction = SourcePhrases(sentences)
             self._rules = rules
-        elif self._restriction.add(sentences):
-            self._decoder = self._rules = None
+        else:
+            self._added |= self._restriction.add(sentences)
 
     @property
     def decoder(self) -> Decoder:
-        """The decoder, loaded on first use (with the rules the :meth:`restrict` sentences can use only)."""
+        """The decoder, loaded on first use (with the rules the :meth:`restrict` sentences can use only); the
+        rules of phrases :meth:`restrict` added later are read and added to it (:meth:`Decoder.add_rules`)."""
         if self._decoder is None:
-            rules = self._rules if self._rules is not None else read_grammar(self.grammar_path, self._restriction)
-            self._rules = None
-            self._decoder = Decoder(rules, self._language_model, self.weights, pop_limit=self.pop_limit,
+            if self._rules is None:
+                self._rules, self._added = read_grammar(self.grammar_path, self._restriction), set()
+            self._decoder = Decoder(self._rules, self._language_model, self.weights, pop_limit=self.pop_limit,
                                     max_span=self.max_span)
+            self._rules = None
+        if self._added:
+            self._decoder.add_rules(read_grammar(self.grammar_path, self._restriction, self._added))
+            self._added = set()
         return self._decoder
 
     @functools.cached_property

@@ -1,10 +1,12 @@
 """Translator: grammar restricted to the input's words, and the n-best cache served for smaller n."""
 
+import json
+
 import pytest
 
 from clirplug.mt import translator as translator_module
-from clirplug.mt.grammar import parse_rule, write_grammar
-from clirplug.mt.translator import Translator
+from clirplug.mt.grammar import format_rule, parse_rule, write_grammar
+from clirplug.mt.translator import Translator, translation_json
 
 from test_decoder import ARPA, GRAMMAR
 
@@ -33,13 +35,47 @@ def test_restricted_grammar_gives_the_full_grammars_translations(model):
     assert len(restricted.decoder.rules_by_src) < len(full.decoder.rules_by_src)
 
 
-def test_a_word_outside_the_restriction_reloads_the_grammar(model):
+def test_a_word_outside_the_restriction_adds_its_rules_to_the_decoder(model):
     translator = Translator(model, cache=False)
     translator.restrict([["w"]])
     assert _nbest(translator, ["w"], 3) == _nbest(Translator(model, cache=False), ["w"], 3)
     before = translator.decoder
+    sources = set(before.rules_by_src)
     assert _nbest(translator, ["x", "y"], 3) == _nbest(Translator(model, cache=False), ["x", "y"], 3)
-    assert translator.decoder is not before and "x y" in translator.restriction.phrases
+    assert translator.decoder is before and "x y" in translator.restriction.phrases
+    assert sources < set(before.rules_by_src)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hiero"])
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_translation_does_not_depend_on_the_queries_translated_before(tmp_path, monkeypatch, kind, indexed):
+    """Each sentence translated alone, and after the others (its rules added to the decoder), in both orders:
+    the same n-best lists, scores, features, alignments and rules, and the same forests; with the grammar read
+    by scanning or through its index."""
+    import shutil
+
+    from test_decoder_golden import FIXTURE, WEIGHTS, sentences
+
+    from clirplug.mt import grammar
+
+    monkeypatch.setattr(grammar, "INDEX_MIN_SIZE", 0 if indexed else 1 << 62)
+
+    for name in (f"grammar.{kind}.gz", "lm.arpa"):
+        shutil.copy(FIXTURE / name, tmp_path / name)
+    queries = sentences()
+
+    def translate(translator, tokens):
+        translator.restrict([tokens])
+        forest = translator.forest(tokens)
+        return (json.dumps([translation_json(t) for t in translator.translate(tokens, 5, forest=forest)]),
+                json.dumps(forest.to_json(format_rule)))
+
+    alone = [translate(Translator(tmp_path, kind, WEIGHTS, cache=False), tokens) for tokens in queries]
+    for order in (queries, queries[::-1]):
+        translator = Translator(tmp_path, kind, WEIGHTS, cache=False)
+        after = {tuple(tokens): translate(translator, tokens) for tokens in order}
+        assert [after[tuple(tokens)] for tokens in queries] == alone
+    assert (tmp_path / f"grammar.{kind}.gz.index").is_file() == indexed
 
 
 def test_nbest_cache_serves_shorter_lists_and_recomputes_longer(model, monkeypatch):
