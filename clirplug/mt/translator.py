@@ -140,8 +140,7 @@ class Translator:
 
     @functools.cached_property
     def _language_model(self) -> LanguageModel:
-        """The LM, loaded once: a decoder made again for an enlarged :meth:`restrict` keeps it (it does not
-        depend on the rules)."""
+        """The LM, loaded on the decoder's first use."""
         return LanguageModel(self.lm_path)
 
     def restrict_topics(self, topics, field: str) -> None:

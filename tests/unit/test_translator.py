@@ -119,10 +119,10 @@ def test_cached_lists_equal_the_decoded_ones_with_shared_rules_parsed_once(model
     assert Translator(model).translate(tokens, 10) == decoded
 
 
-def test_a_reloaded_decoder_keeps_the_language_model(model):
+def test_a_grown_restriction_keeps_the_decoder_and_its_language_model(model):
     translator = Translator(model, cache=False)
     translator.restrict([["w"]])
-    first = translator.decoder
-    translator.translate(["x", "y"], 3)  # outside the restriction: the grammar is read again
-    assert translator.decoder is not first and translator.decoder.lm is first.lm
+    first, lm = translator.decoder, translator.decoder.lm
+    translator.translate(["x", "y"], 3)  # outside the restriction: the new phrases' rules are added
+    assert translator.decoder is first and translator.decoder.lm is lm
     assert _nbest(translator, ["x", "y"], 3) == _nbest(Translator(model, cache=False), ["x", "y"], 3)
