@@ -82,7 +82,7 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "runs: {dt: {}, bowfd: {candidates: bowfd2}, bowfd2: {method: bowfd, candidates: bowfd}}\n", [],
      "cycle: bowfd -> bowfd2 -> bowfd"),
     (BASE + "baseline: psq\nruns: {psq: {grid: {pl: [0.1]}}}\n", [], "runs.psq.grid.pl: unknown --psq option"),
-    (BASE + "baseline: f\nruns: {f: {method: fusion, runs: [floor, floor], fuser: [borda, magic]}}\n", [], "runs.f.fuser: expected one of"),
+    (BASE + "baseline: f\nruns: {f: {method: fusion, runs: [floor, floor], fuser: [borda, magic]}}\n", [], "runs.f.fuser: expected learned, or one of"),
 ])
 def test_config_errors_name_the_key(tmp_path, text, overrides, message):
     with pytest.raises(ClirplugError) as error:  # planning errors too (a grid, a fusion method): --dry-run shows them
@@ -144,7 +144,10 @@ def test_demo_writes_runs_report_and_records(demo):
     assert all(dt["latency_seconds"][t["id"]] >= t["seconds"] for t in translated)
     # every tuned fusion weight is written next to the runs, with its curve
     fusions = [r for r in report["runs"] if r["method"] == "fusion"]
-    assert fusions and all(0 <= r["tuned"]["kappa"] <= 1 for r in fusions)
+    learned = [r for r in fusions if "inputs" in r["tuned"]]  # the learned fusion: its chosen inputs and weights
+    assert learned and all(r["tuned"]["inputs"] and set(r["tuned"]["weights"]) == set(r["tuned"]["inputs"])
+                           for r in learned)
+    assert all(0 <= r["tuned"]["kappa"] <= 1 for r in fusions if r not in learned)
     assert list(run_dir.glob("train.*.kappa.png"))
 
 
@@ -177,7 +180,7 @@ def test_report_tests_each_fusion_against_its_inputs(demo):
     config, _ = demo
     report = json.loads((config.run_dir / "report.json").read_text())
     fused = [r for r in report["scores"] if r["method"] == "fusion"]
-    assert fused and all(r["p_vs_inputs"] and len(r["p_vs_inputs"]) == 2 for r in fused)
+    assert fused and all(r["p_vs_inputs"] and len(r["p_vs_inputs"]) == (2 if "+" in r["run"] else 4) for r in fused)
     row = next(r for r in fused if r["run"] == "dt+psq" and r["measure"] == "MAP")
     qrels = read_qrels(config.collection.qrels(row["split"]))
     per_query = {}
