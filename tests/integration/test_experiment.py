@@ -82,7 +82,7 @@ BASE = f"collection: {{path: {MINIFR}, lang: fr}}\n"
     (BASE + "runs: {dt: {}, bowfd: {candidates: bowfd2}, bowfd2: {method: bowfd, candidates: bowfd}}\n", [],
      "cycle: bowfd -> bowfd2 -> bowfd"),
     (BASE + "baseline: psq\nruns: {psq: {grid: {pl: [0.1]}}}\n", [], "runs.psq.grid.pl: unknown --psq option"),
-    (BASE + "baseline: f\nruns: {f: {method: fusion, runs: [floor, floor], fuser: [borda, magic]}}\n", [], "runs.f.fuser: expected learned, or one of"),
+    (BASE + "baseline: f\nruns: {f: {method: fusion, runs: [floor, floor], fuser: [borda, magic]}}\n", [], "runs.f.fuser: expected learned, or one"),
 ])
 def test_config_errors_name_the_key(tmp_path, text, overrides, message):
     with pytest.raises(ClirplugError) as error:  # planning errors too (a grid, a fusion method): --dry-run shows them
