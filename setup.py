@@ -63,6 +63,6 @@ class BuildPyWithJar(build_py):
 
 setup(cmdclass={"build_py": BuildPyWithJar}, ext_modules=[Extension(
     "clirplug._e5engine", sources=["clirplug/e5engine/e5.c"],
-    depends=["clirplug/e5engine/e5.h", "clirplug/e5engine/erf_table.h"],
+    depends=["clirplug/e5engine/e5.h"],
     extra_compile_args=["-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"],
     extra_link_args=["-fopenmp"], libraries=["m"], optional=True)])

