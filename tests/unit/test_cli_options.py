@@ -187,7 +187,8 @@ METHOD_FLAGS = {
     "fusion": {"runs": ("fuse", "--runs"), "fuser": ("fuse", "--method"), "grid_step": ("fuse", "--grid-step"),
                "measure": ("fuse", "--measure"), "grid": None, "pairs": None, "seed": None, "folds": None,
                "min_gain": None},
-    "dense": {"words": ("search", "--words"), "grid": None, "search": ("search", "--search"), "m": ("search", "--m"),
+    "dense": {"encoder": ("search", "--encoder"), "words": ("search", "--words"), "grid": None,
+              "search": ("search", "--search"), "m": ("search", "--m"),
               "ef_construction": ("search", "--ef-construction"), "ef_search": ("search", "--ef-search"),
               "query": ("search", "--query"), "kind": ("search", "--kind")},
 }

@@ -25,8 +25,8 @@ PARAMETERS = {
     "bowfd": {"candidates": "candidates", "kind": "kind", "lm": "lm", "depth": "depth"},
     "fusion": {"runs": "runs", "fuser": "method", "grid_step": None, "measure": None, "grid": None, "pairs": None,
                "seed": None, "folds": None, "min_gain": None},
-    "dense": {"words": "words", "grid": None, "search": "search", "m": "m", "ef_construction": "ef_construction",
-              "ef_search": "ef_search", "query": "query", "kind": "kind"},
+    "dense": {"encoder": "encoder", "words": "words", "grid": None, "search": "search", "m": "m",
+              "ef_construction": "ef_construction", "ef_search": "ef_search", "query": "query", "kind": "kind"},
 }
 # the parameters taking a library settings object, and its class
 SETTINGS_PARAMETERS = {("psq", "settings"): "PsqSettings", ("bowfd", "config"): "BowfdConfig"}

@@ -1,4 +1,5 @@
-"""Dense retrieval in an experiment: the collection embedded per ``words`` value, ``words`` chosen on the tune split, each split searched."""
+"""Dense retrieval in an experiment: the collection embedded per dense model and ``words`` value, ``words`` chosen on
+the tune split, each split searched."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import sys
 
+from clirplug.encoders import DEFAULT_ENCODER
 from clirplug.errors import ClirplugError
 from clirplug.experiment.kinds import Context, stage_kind, write_run_with_sidecar
 from clirplug.experiment.plan import Plan, Stage
@@ -29,17 +31,30 @@ def _dense_grid(source: str, name: str, settings) -> list[int]:
     return list(dict.fromkeys(grid["words"]))
 
 
+def _encoder_of(settings) -> dict:
+    """The dense model of a dense run as stage settings: none for e5 (its stages' settings, so their cache keys and
+    names, are those of before a second model), ``encoder`` for another."""
+    return {} if settings.encoder == DEFAULT_ENCODER else {"encoder": settings.encoder}
+
+
+def _named(encoder: dict) -> str:
+    """The dense model's part of the names of the stages that embed and index its vectors (none for e5)."""
+    return "".join(f".{value}" for value in encoder.values())
+
+
 def plan_dense(plan: Plan, spec, splits) -> None:
-    """Dense retrieval: the collection embedded once per ``words`` value (cached beside the index), with
-    ``search: hnsw`` the vectors indexed in Lucene HNSW; with a ``grid``, ``words`` chosen per field on the tune
-    split; then every split and field searched."""
+    """Dense retrieval: the collection embedded once per dense model (``encoder``) and ``words`` value (cached
+    beside the index), with ``search: hnsw`` the vectors indexed in Lucene HNSW; with a ``grid``, ``words`` chosen
+    per field on the tune split; then every split and field searched."""
     from clirplug.dense import cache_folder, model_id
 
     c, s = plan.config, spec.settings
     grid = _dense_grid(str(c.source), spec.name, s)
+    encoder = _encoder_of(s)
     corpus = plan.corpus()  # the vector folders are keyed by the pages' digest (passages: beside the passages' index)
-    folders = tuple(cache_folder(c.index_dir, c.collection.corpus, words) for words in grid)
-    embeds = tuple(plan.add(Stage(f"dense-embed.w{words}", "dense-embed", {"model": model_id(), "words": words},
+    folders = tuple(cache_folder(c.index_dir, c.collection.corpus, words, s.encoder) for words in grid)
+    embeds = tuple(plan.add(Stage(f"dense-embed{_named(encoder)}.w{words}", "dense-embed",
+                                  {"model": model_id(s.encoder), "words": words, **encoder},
                                   inputs=corpus.inputs, deps=corpus.deps, outputs=(folder,),
                                   inputs_from=corpus.inputs_from))
                    for words, folder in zip(grid, folders))
@@ -49,28 +64,28 @@ def plan_dense(plan: Plan, spec, splits) -> None:
 
         graph = {"m": s.m, "ef_construction": s.ef_construction}
         name = hnsw_index_name(s.m, s.ef_construction)
-        embeds += tuple(plan.add(Stage(f"dense-hnsw.w{words}.m{s.m}.efc{s.ef_construction}", "dense-hnsw",
-                                       {"model": model_id(), "words": words, **graph},
+        embeds += tuple(plan.add(Stage(f"dense-hnsw{_named(encoder)}.w{words}.m{s.m}.efc{s.ef_construction}",
+                                       "dense-hnsw", {"model": model_id(s.encoder), "words": words, **graph},
                                        deps=(embed,), outputs=(folder / name,), inputs_from=(folder,)))
                         for words, folder, embed in zip(grid, folders, embeds))
     if s.query == "translation":
-        _plan_translated(plan, spec, splits, grid, embeds, folders, search)
+        _plan_translated(plan, spec, splits, grid, embeds, folders, {**search, **encoder})
         return
     for fld in c.fields:
-        settings = {"model": model_id(), "words": grid[0], "tuned": False, **search}
+        settings = {"model": model_id(s.encoder), "words": grid[0], "tuned": False, **search, **encoder}
         deps, inputs_from = embeds, folders
         if s.grid is not None:
             qrels = c.collection.qrels(c.tune_split)
             if not qrels.is_file():
                 raise ClirplugError(f"{c.source}: runs.{spec.name}.grid: {qrels}: no such file (words is tuned on it)")
             tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
-                                  {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
-                                   "measure": "MAP", **plan.search_hits(), **search},
+                                  {"model": model_id(s.encoder), "grid": grid, "field": fld, "split": c.tune_split,
+                                   "measure": "MAP", **plan.search_hits(), **search, **encoder},
                                   inputs=(c.collection.topics(c.tune_split), qrels), deps=embeds,
                                   outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
                                            c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
                                   inputs_from=folders))
-            settings = {"model": model_id(), "grid": grid, "tuned": True, **search}
+            settings = {"model": model_id(s.encoder), "grid": grid, "tuned": True, **search, **encoder}
             deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
         for split in splits:
             split_settings, split_inputs = settings, inputs_from
@@ -85,12 +100,13 @@ def _plan_translated(plan: Plan, spec, splits, grid: list[int], embeds: tuple, f
     """Dense retrieval of DT's 1-best translations (``query: translation``): the ``translate`` stages of a DT run
     of the same grammar (:func:`clirplug.experiment.planners.dt.plan_translation`; on the tune split the folds'
     cross-fitted ones) embedded as queries against the collection vectors of the source-query runs (the same
-    ``dense-embed`` stages); with a ``grid``, ``words`` chosen per field on the tune split's translations."""
+    ``dense-embed`` stages); with a ``grid``, ``words`` chosen per field on the tune split's translations.
+    ``search`` holds the stages' settings of how they search and of the dense model."""
     from clirplug.dense import model_id
 
     c, s = plan.config, spec.settings
     for fld in c.fields:
-        settings = {"model": model_id(), "words": grid[0], "tuned": False, "query": "translation", **search}
+        settings = {"model": model_id(s.encoder), "words": grid[0], "tuned": False, "query": "translation", **search}
         deps, inputs_from = embeds, folders
         if s.grid is not None:
             qrels = c.collection.qrels(c.tune_split)
@@ -99,13 +115,13 @@ def _plan_translated(plan: Plan, spec, splits, grid: list[int], embeds: tuple, f
             translations = [plan.stages[plan_translation(plan, s.kind, "bitext", part, fld)]
                             for part in plan.parts(c.tune_split)]
             tune = plan.add(Stage(f"tune.{spec.name}.{fld}", "dense-tune",
-                                  {"model": model_id(), "grid": grid, "field": fld, "split": c.tune_split,
+                                  {"model": model_id(s.encoder), "grid": grid, "field": fld, "split": c.tune_split,
                                    "measure": "MAP", "query": "translation", **plan.search_hits(), **search},
                                   inputs=(qrels,), deps=(*embeds, *(t.name for t in translations)),
                                   outputs=(c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.words.json",
                                            c.run_dir / f"{c.tune_split}.{fld}.{spec.name}.queries.npz"),
                                   inputs_from=(*folders, *(t.outputs[0] for t in translations))))
-            settings = {"model": model_id(), "grid": grid, "tuned": True, "query": "translation", **search}
+            settings = {"model": model_id(s.encoder), "grid": grid, "tuned": True, "query": "translation", **search}
             deps, inputs_from = (*embeds, tune), (plan.stages[tune].outputs[0], *folders)
 
         def plan_part(part, fld=fld, settings=settings, deps=deps, inputs_from=inputs_from):
@@ -128,11 +144,19 @@ def _search_of(settings: dict) -> dict:
     return {key: settings[key] for key in SEARCH_KEYS if key in settings}
 
 
+def _encoder_in(settings: dict) -> str:
+    """The dense model of a dense stage's settings (e5 without ``encoder``)."""
+    return settings.get("encoder", DEFAULT_ENCODER)
+
+
 @describes("dense")
 def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
-    """A dense run's system: the index (beside which the vectors are cached), the corpus, the ``words`` used,
-    through HNSW how it searches, and with ``query: translation`` the translating model and the field."""
+    """A dense run's system: the index (beside which the vectors are cached), the corpus, the dense model unless
+    e5, the ``words`` used, through HNSW how it searches, and with ``query: translation`` the translating model and
+    the field."""
     options = {"words": tuned.get("words", stage.settings.get("words")), **_search_of(stage.settings)}
+    if "encoder" in stage.settings:
+        options["encoder"] = stage.settings["encoder"]
     model = None
     if stage.settings.get("query") == "translation":  # the model and weights of its translate stage
         translate = next(ctx.plan_stages[dep] for dep in stage.deps if ctx.plan_stages[dep].kind == "translate")
@@ -144,11 +168,13 @@ def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
 
 @stage_kind("dense-embed")
 def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
-    """The collection's e5 document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
+    """The collection's document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
     from clirplug.dense import embed_corpus
 
     corpus = (stage.inputs or stage.inputs_from)[0]  # the collection's pages, or the passages stage's file
-    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], _dense_model(ctx), progress=ctx.progress)
+    encoder = _encoder_in(stage.settings)
+    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], _dense_model(ctx, encoder), progress=ctx.progress,
+                 encoder=encoder)
     return {}
 
 
@@ -170,25 +196,27 @@ def dense_hnsw_stage(stage: Stage, ctx: Context) -> dict:
     return {"documents": len(docids)}
 
 
-def _dense_model(ctx: Context):
-    """The process's e5 model, on its share of the cores: ``jobs`` stages run at once, and OpenMP threads
-    beyond the free cores wait on each other (single queries beside another stage took 2 to 3 times longer).
+def _dense_model(ctx: Context, encoder: str):
+    """The process's model of ``encoder``; e5 on its share of the cores: ``jobs`` stages run at once, and OpenMP
+    threads beyond the free cores wait on each other (single queries beside another stage took 2 to 3 times longer).
     The vectors do not depend on the number of threads."""
     from clirplug.dense import load_model
 
-    return ctx.get("dense-model", lambda: load_model(max(1, (os.cpu_count() or 1) // ctx.jobs)))
+    key = "dense-model" if encoder == DEFAULT_ENCODER else f"dense-model.{encoder}"
+    return ctx.get(key, lambda: load_model(max(1, (os.cpu_count() or 1) // ctx.jobs), encoder))
 
 
 def _dense_searcher(ctx: Context, folder, settings: dict):
     """One DenseSearcher per vector folder and way of searching (a stage's ``search``, ``m``, ``ef_construction``
-    and ``ef_search`` settings; exact without them), all sharing one e5 model per process."""
+    and ``ef_search`` settings; exact without them), all sharing one model of each dense model per process (the
+    folder is the model's)."""
     from clirplug.dense import DenseSearcher
     from clirplug.lucene.vectors import hnsw_index_name
 
     search = _search_of(settings)
     key = f"{folder}|dense|" + (f"{hnsw_index_name(search['m'], search['ef_construction'])}|ef{search['ef_search']}"
                                 if search else "exact")
-    return ctx.get(key, lambda: DenseSearcher(folder, _dense_model(ctx), **search))
+    return ctx.get(key, lambda: DenseSearcher(folder, _dense_model(ctx, _encoder_in(settings)), **search))
 
 
 @stage_kind("dense-tune", version=3)
@@ -209,7 +237,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
     else:
         topics, qrels = stage.inputs
         queries = {t.id: topic_field(t, s["field"]) for t in read_topics(topics)}
-    timed = embed_timed(_dense_model(ctx), queries)
+    timed = embed_timed(_dense_model(ctx, _encoder_in(s)), queries)
     save_timed(stage.outputs[1], timed)
 
     def log(words, value):
@@ -229,7 +257,7 @@ def dense_tune_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("dense", version=3)
 def dense_stage(stage: Stage, ctx: Context) -> dict:
-    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as an e5 query, by cosine (with
+    """Dense retrieval (:class:`clirplug.dense.DenseSearcher`): the topic field as a query, by cosine (with
     ``query: translation``, its 1-best translation from a ``translate`` stage); with ``tuned``, in the vectors of
     the ``words`` chosen on the tune split (whose queries' vectors, with ``reuse``, come from the tuning)."""
     from clirplug.dense import load_timed
