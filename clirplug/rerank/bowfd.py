@@ -228,7 +228,8 @@ class PreparedSentence:
         self.terms, self.counts = edge_terms(self.forest, analyze)
         self.plan = ViterbiPlan(self.forest)
         self.plan_counts = self.counts[self.plan.order].astype(np.float32)  # rows in the plan's order (exact)
-        self.lex_names, self.lex = _dict_rows(lex_features(self.forest) if lex else [{}] * self.forest.num_edges)
+        self.lex_names, self.lex = _dict_rows(lex_features(self.forest)) if lex else ((), sp.csr_matrix(
+            (self.forest.num_edges, 0)))
         self.tokens = tuple(tokens)
 
     def edge_scores(self, weights: BowfdWeights) -> np.ndarray:
