@@ -295,7 +295,7 @@ class Hypergraph:
     """
 
     def __init__(self, labels, heads, tails, features, templates, alignments, rules, levels, extras=None):
-        tails = list(map(tuple, tails))
+        labels, tails = list(labels), list(map(tuple, tails))
         m = len(tails)
         matrix, names = _feature_matrix(features, extras or [None] * m, m)
         self._assign(labels, heads, tails, _tail_matrix(tails, len(labels)), matrix, names, templates, alignments,
