@@ -241,7 +241,7 @@ def test_forests_read_from_the_cache_give_the_hits_scores_and_derivations_of_fre
     from clirplug.rerank.bowfd import BowFD, BowfdConfig, BowfdWeights
 
     model = tmp_path / "model"
-    shutil.copytree(model_dir, model)
+    shutil.copytree(model_dir, model, ignore=shutil.ignore_patterns("cache"))  # the other tests fill its cache
     index = LuceneIndex(tiny_index, progress=False)
     topics = [Topic(f"q{i}", text, text) for i, text in enumerate(QUERIES)]
     docids = index.docids.tolist()
