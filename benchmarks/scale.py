@@ -25,7 +25,9 @@ experiment's PSQ stages, or ``clirplug translate --nbest N``, fill it for both),
 then the cache read, the query's table and the search; with ``--decode`` the cache is off and both
 decode every query (DT its 1-best, PSQ its ``nbest`` list off the same forest). Prints a markdown
 table with the growth ratio (large / small) per method and field, and with ``--baseline METHOD`` each
-method's median latency as a multiple of that method's in the same collection and field.
+method's median latency as a multiple of that method's in the same collection and field, and the median CPU time
+of the process per query (all its threads, the JVM's too: less sensitive than the latency to other jobs sharing
+the machine) as one.
 """
 
 import argparse
@@ -75,14 +77,15 @@ def measure(task) -> dict:
     start = time.perf_counter()
     searcher.search(topic_field(topics[0], field), k=k)  # loads what a searcher reads on first use
     first = time.perf_counter() - start
-    seconds = []
+    seconds, cpu = [], []
     for topic in topics:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         searcher.search(topic_field(topic, field), k=k)
         seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     seconds.sort()
     return {"load_s": load, "first_s": first, "median_ms": 1000 * statistics.median(seconds),
-            "p90_ms": 1000 * seconds[int(0.9 * (len(seconds) - 1))],
+            "p90_ms": 1000 * seconds[int(0.9 * (len(seconds) - 1))], "cpu_median_ms": 1000 * statistics.median(cpu),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "queries": len(seconds)}
 
 
@@ -155,12 +158,14 @@ def main():
             print(f"| {method} | {field} | {cells} | {rows[-1]['median_ms'] / rows[0]['median_ms']:.2f} | "
                   f"{rows[-1]['peak_mb'] / rows[0]['peak_mb']:.2f} |")
     if args.baseline is not None:
-        print("\n| method | field | " + " | ".join(f"{n}: median / {args.baseline}'s" for n in names) + " |")
-        print("|---|---|" + "---|" * len(names))
+        print("\n| method | field | " + " | ".join(f"{n}: median / {args.baseline}'s | {n}: CPU ms median | "
+                                              f"{n}: CPU / {args.baseline}'s" for n in names) + " |")
+        print("|---|---|" + "---|---|---|" * len(names))
         for method in args.methods:
             for field in args.fields:
-                ratios = " | ".join(f"{results[method, field, n]['median_ms'] / base:.2f}" for n in names
-                                    for base in [results[args.baseline, field, n]['median_ms']])
+                ratios = " | ".join(f"{r['median_ms'] / base['median_ms']:.2f} | {r['cpu_median_ms']:.1f} | "
+                                    f"{r['cpu_median_ms'] / base['cpu_median_ms']:.2f}" for n in names
+                                    for r, base in [(results[method, field, n], results[args.baseline, field, n])])
                 print(f"| {method} | {field} | {ratios} |")
 
 

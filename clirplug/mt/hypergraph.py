@@ -185,12 +185,21 @@ def _tail_matrix(tails, pad: int) -> np.ndarray:
 def _renumbered(tails, matrix: np.ndarray) -> list[tuple[int, ...]]:
     """The tail tuples ``tails`` with their nodes renumbered, ``matrix`` holding the new
     numbers (rows padded as by :func:`_tail_matrix`)."""
-    out: list = [()] * len(tails)
-    lengths = np.fromiter(map(len, tails), dtype=np.int64, count=len(tails))
+    return _row_tuples(matrix, np.fromiter(map(len, tails), dtype=np.int64, count=len(tails)))
+
+
+def _tail_tuples(matrix: np.ndarray, pad: int) -> list[tuple[int, ...]]:
+    """The tail tuples of a matrix padded with ``pad`` (the inverse of :func:`_tail_matrix`)."""
+    return _row_tuples(matrix, np.count_nonzero(matrix != pad, axis=1))
+
+
+def _row_tuples(matrix: np.ndarray, lengths: np.ndarray) -> list[tuple[int, ...]]:
+    """Each row's first ``lengths[row]`` values as a tuple."""
+    out: list = [()] * len(lengths)
     for length in np.unique(lengths[lengths > 0]).tolist():
         rows = np.flatnonzero(lengths == length)
-        for row, renamed in zip(rows.tolist(), zip(*(matrix[rows, k].tolist() for k in range(length)))):
-            out[row] = renamed
+        for row, values in zip(rows.tolist(), zip(*(matrix[rows, k].tolist() for k in range(length)))):
+            out[row] = values
     return out
 
 
@@ -286,20 +295,38 @@ class Hypergraph:
     """
 
     def __init__(self, labels, heads, tails, features, templates, alignments, rules, levels, extras=None):
+        labels, tails = list(labels), list(map(tuple, tails))
+        m = len(tails)
+        matrix, names = _feature_matrix(features, extras or [None] * m, m)
+        self._assign(labels, heads, tails, _tail_matrix(tails, len(labels)), matrix, names, templates, alignments,
+                     rules, levels)
+
+    @classmethod
+    def from_arrays(cls, labels, heads, tail_matrix, features, feature_names, templates, alignments, rules,
+                    levels) -> Hypergraph:
+        """The hypergraph of the attributes another one holds (``tail_matrix`` padded with the node count,
+        ``features`` its CSR matrix over ``feature_names``), as :mod:`clirplug.mt.forest_file` stores them."""
+        graph = cls.__new__(cls)
+        graph._assign(labels, heads, _tail_tuples(tail_matrix, len(labels)), tail_matrix, features,
+                      tuple(feature_names), templates, alignments, rules, levels)
+        return graph
+
+    def _assign(self, labels, heads, tails, tail_matrix, features, feature_names, templates, alignments, rules,
+                levels) -> None:
         self.labels = list(labels)
         self.heads = np.asarray(heads, dtype=np.int64)
-        self.tails = list(map(tuple, tails))
+        self.tails = tails
         self.templates = list(templates)
         self.alignments = list(alignments)
         self.rules = list(rules)
         self.levels = np.asarray(levels, dtype=np.int64)
         n, m = len(self.labels), len(self.heads)
-        self.tail_matrix = _tail_matrix(self.tails, n)
+        self.tail_matrix = np.asarray(tail_matrix, dtype=np.int64)
         if m and np.any(np.diff(self.heads) < 0):
             raise ValueError("edges must be sorted by head")
         if np.any((self.tail_matrix < n) & (self.tail_matrix >= self.heads[:, None])):
             raise ValueError("nodes must be in topological order (tails before heads)")
-        self.features, self.feature_names = _feature_matrix(features, extras or [None] * m, m)
+        self.features, self.feature_names = features, feature_names
         self.offsets = np.searchsorted(self.heads, np.arange(n + 1)).astype(np.int64)
         self.level_bounds = np.searchsorted(self.levels, np.arange(self.levels.max(initial=-1) + 2))
 

@@ -30,6 +30,7 @@ from clirplug.mt.decoder import (
     unique_translations,
 )
 from clirplug.mt.features import DEFAULT_WEIGHTS, model_features, read_weights
+from clirplug.mt.forest_file import load_forest, save_forest
 from clirplug.mt.grammar import Rule, SourcePhrases, format_rule, parse_rule, read_grammar
 from clirplug.mt.hypergraph import Hypergraph, gc_paused
 from clirplug.mt.kbest import kbest
@@ -152,7 +153,7 @@ class Translator:
             self.restrict([tokens])
         return self.decoder
 
-    def _key(self, tokens: Sequence[str], what: str) -> Path:
+    def _key(self, tokens: Sequence[str], what: str, suffix: str = ".json.gz") -> Path:
         if self._signature is None:
             digest = hashlib.sha256()
             compound = self.model_dir / COMPOUND_FILE.format(lang=self.src_lang)
@@ -164,7 +165,7 @@ class Translator:
             digest.update(json.dumps(settings).encode())
             self._signature = digest.hexdigest()
         key = hashlib.sha256(json.dumps([self._signature, what, list(tokens)]).encode()).hexdigest()
-        return self.model_dir / "cache" / key[:2] / f"{key}.{what}.json.gz"
+        return self.model_dir / "cache" / key[:2] / f"{key}.{what}{suffix}"
 
     def _read(self, path: Path):
         if self.cache and path.is_file():
@@ -193,15 +194,31 @@ class Translator:
         return query_limit(sentences, f"a query of {len(text):,} characters") if query else sentences
 
     def forest(self, tokens: Sequence[str]) -> Hypergraph:
-        """The +LM forest of ``tokens`` (cached)."""
-        path = self._key(tokens, "forest")
-        with gc_paused():
-            data = self._read(path)
-            if data is not None:  # a +LM forest repeats each rule on many edges (one per LM state): parse it once
-                return Hypergraph.from_json(data, self._parsed_rule, str(path))
-        forest = self._decoder_for(tokens).forest(tokens)
-        self._write(path, forest.to_json(format_rule))
+        """The +LM forest of ``tokens`` (cached as a binary file, :mod:`clirplug.mt.forest_file`; an entry of
+        the earlier gzipped JSON form is read and written again as one)."""
+        path = self._key(tokens, "forest", ".npz")
+        forest = self._cached_forest(path) if self.cache else None
+        if forest is None:
+            legacy = self._key(tokens, "forest")
+            with gc_paused():
+                data = self._read(legacy)
+                # a +LM forest repeats each rule on many edges (one per LM state): parse it once
+                forest = Hypergraph.from_json(data, self._parsed_rule, str(legacy)) if data is not None else None
+            if forest is None:
+                forest = self._decoder_for(tokens).forest(tokens)
+            if self.cache:
+                save_forest(path, forest, format_rule)
         return forest
+
+    def _cached_forest(self, path: Path) -> Hypergraph | None:
+        """The forest cached at ``path``; None when there is none, or a damaged one (computed and written again)."""
+        if not path.is_file():
+            return None
+        with gc_paused():
+            try:
+                return load_forest(path, self._parsed_rule)
+            except ClirplugError:
+                return None
 
     @functools.cached_property
     def _parsed_rule(self):

@@ -228,7 +228,8 @@ class PreparedSentence:
         self.terms, self.counts = edge_terms(self.forest, analyze)
         self.plan = ViterbiPlan(self.forest)
         self.plan_counts = self.counts[self.plan.order].astype(np.float32)  # rows in the plan's order (exact)
-        self.lex_names, self.lex = _dict_rows(lex_features(self.forest) if lex else [{}] * self.forest.num_edges)
+        self.lex_names, self.lex = _dict_rows(lex_features(self.forest)) if lex else ((), sp.csr_matrix(
+            (self.forest.num_edges, 0)))
         self.tokens = tuple(tokens)
 
     def edge_scores(self, weights: BowfdWeights) -> np.ndarray:
@@ -397,11 +398,13 @@ def explain_sentence(sentence: PreparedSentence, result: SentenceScores, bm25: n
     occurrences = sp.csr_matrix((np.ones(len(edges)), (np.repeat(np.arange(num_docs), lengths), edges)),
                                 shape=(num_docs, forest.num_edges))
     term_counts = (occurrences @ sentence.counts).toarray()
-    fired = (term_counts != 0) & (bm25 != 0)
-    terms = sentence.terms.tolist()
-    return [{"yield": " ".join(words), "score": float(result.scores[d]), "prefiltered": not bool(result.active[d]),
-             "bm25": {str(terms[t]): round(float(term_counts[d, t] * bm25[d, t]), 6)
-                      for t in np.flatnonzero(fired[d]).tolist()}}
+    rows, columns = np.nonzero((term_counts != 0) & (bm25 != 0))  # the fired terms, document by document
+    names = [str(term) for term in sentence.terms[columns].tolist()]
+    values = [round(value, 6) for value in (term_counts[rows, columns] * bm25[rows, columns]).tolist()]
+    bounds = np.searchsorted(rows, np.arange(num_docs + 1)).tolist()
+    scores, active = result.scores.tolist(), result.active.tolist()
+    return [{"yield": " ".join(words), "score": scores[d], "prefiltered": not active[d],
+             "bm25": dict(zip(names[bounds[d]:bounds[d + 1]], values[bounds[d]:bounds[d + 1]]))}
             for d, (_, words) in enumerate(walks)]
 
 

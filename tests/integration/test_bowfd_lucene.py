@@ -223,3 +223,51 @@ def test_records_of_the_reranking_pass_are_the_derivations_of_its_documents(bowf
     for topic in topics:
         assert records[topic.id] == bowfd.derivations(topic.desc, docids)
         assert any(sentence["bm25"] for record in records[topic.id] for sentence in record["sentences"])
+
+
+def test_forests_read_from_the_cache_give_the_hits_scores_and_derivations_of_fresh_ones(model_dir, tiny_index,
+                                                                                       tmp_path):
+    """BOW-FD with each forest decoded afresh, then written to the binary cache, then read from it, then read from
+    an entry of the earlier JSON form: the same run (docids, exact scores) and the same winning derivations."""
+    import gzip
+    import shutil
+
+    import pandas as pd
+
+    from clirplug.io.topics import Topic
+    from clirplug.lucene.reader import LuceneIndex
+    from clirplug.mt.grammar import format_rule
+    from clirplug.mt.translator import Translator
+    from clirplug.rerank.bowfd import BowFD, BowfdConfig, BowfdWeights
+
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model, ignore=shutil.ignore_patterns("cache"))  # the other tests fill its cache
+    index = LuceneIndex(tiny_index, progress=False)
+    topics = [Topic(f"q{i}", text, text) for i, text in enumerate(QUERIES)]
+    docids = index.docids.tolist()
+    candidates = pd.DataFrame({"qid": [t.id for t in topics for _ in docids], "docid": docids * len(topics),
+                               "score": [float(len(docids) - r) for r in range(len(docids))] * len(topics)})
+
+    def reranked(translator):
+        weights = BowfdWeights(smt=dict(translator.weights), v=1.6)
+        records: dict = {}
+        run = BowFD(translator, index, weights, BowfdConfig(field="desc")).rerank(topics, candidates, records=records)
+        return run, records
+
+    fresh, fresh_records = reranked(Translator(model, cache=False))
+    assert not (model / "cache").exists()
+    for _ in ("written", "read"):
+        run, records = reranked(Translator(model))
+        pd.testing.assert_frame_equal(run, fresh, check_exact=True)
+        assert records == fresh_records
+    entries = sorted((model / "cache").rglob("*.forest.npz"))
+    assert len(entries) == 4  # one per distinct sentence
+    translator = Translator(model)
+    for tokens in {tuple(t) for topic in topics for t in translator.topic_sentences(topic, "desc")}:
+        legacy = translator._key(tokens, "forest")
+        legacy.write_bytes(gzip.compress(json.dumps(translator.forest(tokens).to_json(format_rule)).encode()))
+        translator._key(tokens, "forest", ".npz").unlink()
+    run, records = reranked(Translator(model))
+    pd.testing.assert_frame_equal(run, fresh, check_exact=True)
+    assert records == fresh_records
+    assert sorted((model / "cache").rglob("*.forest.npz")) == entries  # written again as binary files
