@@ -95,8 +95,7 @@ def _digest_in_a_process(threads: str) -> str:
 
 def test_vectors_are_byte_identical_across_processes_and_blas_threads(model):
     here = hashlib.sha256(model.passage(ENGLISH + MATES["ja"]).tobytes()).hexdigest()
-    assert _digest_in_a_process("1") == here
-    assert _digest_in_a_process("2") == here
+    assert _digest_in_a_process("2") == here  # another process, two BLAS threads (this one: one)
 
 
 def test_the_model_id_keys_the_cache_apart_from_e5(corpus, tmp_path):
