@@ -35,7 +35,7 @@ def test_each_method_s_options_come_from_its_flags():
                                       "--search", "hnsw", "--ef-search", "200"])
     options = searcher_options(args)
     assert options["fusion"] == {"searchers": ["dt", "dense"], "method": "rrf", "kappa": 0.3}
-    assert options["dense"] == {"words": 16, "search": "hnsw", "m": 16, "ef_construction": 100,
+    assert options["dense"] == {"encoder": "e5", "words": 16, "search": "hnsw", "m": 16, "ef_construction": 100,
                                   "ef_search": 200, "query": "source"} and options["boost"] == {"depth": 50}
     assert options["bowfd"]["first_stage"] == "dt" and options["dt"]["k1"] == 0.9
     args = build_parser().parse_args(["serve", "--index", "i", "--method", "boost", "--first-stage", "psq"])
