@@ -5,6 +5,7 @@ Every test module names its tier in ``pytestmark`` (docs/testing.md): ``unit`` (
 a ``unit`` or ``cli`` test that starts the JVM fails.
 """
 
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -22,6 +23,14 @@ def _shared_folder(*parts):
     if not path.is_dir():
         pytest.skip(f"{path} is absent: this test needs the shared data beside the repository")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ctrl_c_reaches_children():
+    """A shell without job control starts background commands with SIGINT ignored, which children inherit (and
+    Python then installs no KeyboardInterrupt handler): the tests that press Ctrl-C on a child need it back."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -44,10 +44,6 @@ def command(*argv, file_size=None) -> list[str]:
 
 
 def start(argv) -> subprocess.Popen:
-    # A shell without job control starts background commands with SIGINT ignored, which children
-    # inherit (and Python then installs no KeyboardInterrupt handler): restore Ctrl-C for them.
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # a file-size limit must not meet a .pyc
     return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -43,8 +43,6 @@ class Server:
     """``clirplug serve`` in a child process; its URL, and its log once stopped."""
 
     def __init__(self, index: Path, model: Path, *flags: str):
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # a background shell's children ignore Ctrl-C
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "clirplug", "serve", "--index", str(index), "--model", str(model), "--method", "dt",
              "--port", "0", *flags], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
