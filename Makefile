@@ -10,7 +10,8 @@ install: $(BIN)/clirplug browser
 
 # Pyserini is installed without its dependencies: clirplug uses only its Anserini jar,
 # never its dense-retrieval stack (torch, transformers, onnxruntime, openai).
-$(BIN)/clirplug: pyproject.toml
+# Reinstalled when the e5 engine's C source changes: setup.py compiles it into the package.
+$(BIN)/clirplug: pyproject.toml setup.py clirplug/e5engine/e5.c clirplug/e5engine/e5.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-deps "$(PYSERINI)"
