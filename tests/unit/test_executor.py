@@ -4,20 +4,14 @@ The Ray tests run on a local Ray instance of 2 CPUs that the ``ray_cluster`` fix
 """
 
 import os
-import pickle
 import signal
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from clirplug import boost
 from clirplug.errors import ClirplugError
 from clirplug.executor import ExecutorSettings, WorkerLost, make_executor
-from clirplug.rerank import bowfd_train
-from clirplug.rerank.bowfd import BowfdWeights
-from clirplug.rerank.bowfd_train import FeatureSpace, HeldOut
-from clirplug.rerank.config import BoostConfig, LtrSettings
 
 pytestmark = pytest.mark.unit
 
@@ -142,25 +136,3 @@ def test_ray_retries_the_task_of_a_killed_worker(ray_cluster, tmp_path):
         results = executor.map(_die_once, [(str(marker), task) for task in TASKS])
     assert marker.exists() and results == [_noisy(task) for task in TASKS]
 
-
-def test_boosting_bags_on_ray_equal_local(ray_cluster):
-    from test_boosting import BITS, tiny_task
-
-    topics, qrels, collection = tiny_task()
-    config = BoostConfig(bits=BITS, iterations=6, bags=3, triples_per_query=5, min_triples=1, seed=5)
-    local = boost.train(topics, qrels, collection, config, jobs=1)
-    on_ray = boost.train(topics, qrels, collection, config, jobs=RAY)
-    assert on_ray.features.tobytes() == local.features.tobytes() and on_ray.weights.tobytes() == local.weights.tobytes()
-    assert len(on_ray.stats["bags"]) == 3
-
-
-def test_bowfd_shards_on_ray_equal_local(ray_cluster):
-    from test_bowfd import toy_query
-
-    space = FeatureSpace()
-    queries = [toy_query(space, f"q{i}", n_rel=1 + i % 2) for i in range(5)]
-    held = [HeldOut(q, int((q.relevance > 0).sum())) for q in queries[:2]]
-    start = BowfdWeights(smt={"f1": 1.0}, v=0.8)
-    runs = [bowfd_train.train(queries, held, space, start, LtrSettings(epochs=3, shards=3), 1000, jobs=jobs,
-                              progress=False) for jobs in (1, 2, RAY)]
-    assert pickle.dumps(runs[1]) == pickle.dumps(runs[0]) == pickle.dumps(runs[2])
