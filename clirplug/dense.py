@@ -22,7 +22,7 @@ documents are embedded alike). Its micro-batches and BLAS threads change the las
 embeds each text alone on one BLAS thread: a text's vector is the same whatever the texts beside it and the cores,
 in every process (not across processors, whose BLAS kernels differ: ``tests/unit/test_dense_use.py`` pins its
 values within 1e-5). A document is embedded as for e5; about 80 documents a CPU second at 48 words
-(e5: 6; ``benchmarks/dense_models.py``).
+(e5 at revision 3: about 16; ``benchmarks/dense_models.py``).
 
 The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model id,
