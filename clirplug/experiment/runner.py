@@ -126,7 +126,20 @@ def execute(stage: Stage, key: str, described: dict, ctx: Context) -> float:
               "wall_seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "peak_rss_mb": round(peak, 1),
               "jobs": ctx.jobs, "metrics": metrics, "output_states": output_states(stage.outputs)}
     write_record(path, record)
+    _stay_within_memory_share(ctx)
     return seconds
+
+
+def _stay_within_memory_share(ctx: Context) -> None:
+    """After a stage: a process holding more than its share of the machine's memory (a half shared by the
+    ``jobs`` stages that run at once) drops the models and searchers it keeps loaded between stages and hands
+    the memory back, so that the stages run next have the memory they need (a long-lived stage worker
+    otherwise keeps every model it ever loaded)."""
+    from clirplug.resources import physical_memory_mb, return_freed_memory, rss_mb
+
+    if rss_mb() > physical_memory_mb() / (2 * ctx.jobs):
+        ctx.forget("")
+        return_freed_memory()
 
 
 def _start_worker(config, workers: ExecutorSettings, progress: bool, plan_stages: dict, modules: list[str],
