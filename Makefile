@@ -34,8 +34,9 @@ browser:
 demo: install
 	$(BIN)/clirplug demo
 
+# pytest-xdist: the tests in up to 4 worker processes, whole modules each (tests/conftest.py)
 test: install
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 tests
 
 clean:
 	rm -rf demo-output .pytest_cache

@@ -94,6 +94,39 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: TIERS.index(tier(item) or "unit"))
 
 
+# ----------------------------------------------------------------------------- workers (make test: pytest -n 2)
+
+# The modules whose tests use the session's demo run (tests/integration/conftest.py's ``demo`` fixture, over a
+# minute): under pytest-xdist one worker runs them all, so that the demo runs once; checked by the fixture below.
+DEMO_MODULES = frozenset(f"tests/integration/{name}.py" for name in (
+    "test_api_demo", "test_demo_map", "test_experiment", "test_experiment_ray", "test_serve", "test_serve_browser",
+    "test_systems"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n`` (``--dist load``, the default): whole modules to each worker (their module fixtures set up
+    once), and the demo's modules to one worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getoption("dist") != "load":
+        return None
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return "demo" if module in DEMO_MODULES else module
+
+    return ModuleScheduling(config, log)
+
+
+@pytest.fixture(autouse=True)
+def _demo_modules_are_listed(request):
+    if "demo" in request.fixturenames and request.path.parent.name == "integration":
+        module = request.path.relative_to(REPO).as_posix()
+        assert module in DEMO_MODULES, f"{module} uses the demo run: add it to DEMO_MODULES in tests/conftest.py"
+
+
 def pytest_collection_finish(session):
     if _jvm_started():
         warnings.warn(pytest.PytestWarning("the JVM started while the tests were collected: "

@@ -63,23 +63,31 @@ def spurious(tmp_path_factory) -> Path:
     return folder
 
 
+# Runs argv[2:] and writes its peak resident memory (kB) to argv[1]. A child started by a large process (the test
+# process) inherits that process's high-water mark in its own ru_maxrss; one started by this small one does not.
+_MEASURER = """
+import os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(argv, cwd: Path) -> tuple[int, str, str, int, float]:
     """Run ``argv``: (exit code, stdout, stderr, peak resident memory in kB, seconds)."""
-    out, err = cwd / "child.out", cwd / "child.err"
+    out, err, peak = cwd / "child.out", cwd / "child.err", cwd / "child.peak"
     start = time.monotonic()
     with open(out, "w") as stdout, open(err, "w") as stderr:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=stdout, stderr=stderr)
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - start > TIMEOUT:
-            proc.kill()
-            proc.wait()
-            pytest.fail(f"{argv} ran for more than {TIMEOUT} s")
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out.read_text(), err.read_text(), usage.ru_maxrss, time.monotonic() - start
+        proc = subprocess.Popen([sys.executable, "-c", _MEASURER, peak, *argv], cwd=cwd, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+    try:
+        code = proc.wait(TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"{argv} ran for more than {TIMEOUT} s")
+    return code, out.read_text(), err.read_text(), int(peak.read_text()), time.monotonic() - start
 
 
 @pytest.mark.parametrize("options", [["--nbest", "20"], ["--nbest", "20", "--derivations"]],
