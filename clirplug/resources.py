@@ -47,9 +47,9 @@ def return_freed_memory() -> None:
     ``malloc_trim``."""
     gc.collect()
     if "jnius" in sys.modules:  # imported only by clirplug.lucene._jvm, when it starts the JVM
-        from clirplug.lucene._jvm import jclass
+        from clirplug.lucene import collect_garbage
 
-        jclass("java.lang.System").gc()
+        collect_garbage()
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None).malloc_trim(0)

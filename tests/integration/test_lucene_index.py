@@ -332,15 +332,3 @@ def test_indexing_progress_on_a_terminal(tmp_path):
     assert "reading corpus: 100%" in text and "3000/3000" in text
     assert "indexing: 100%" in text
 
-
-def test_the_jvm_hands_its_freed_heap_back():
-    from clirplug.lucene._jvm import jclass
-    from clirplug.resources import return_freed_memory
-
-    runtime = jclass("java.lang.Runtime").getRuntime()
-    arrays, byte = jclass("java.lang.reflect.Array"), jclass("java.lang.Byte").TYPE
-    blocks = [arrays.newInstance(byte, 100 * 2**20) for _ in range(4)]
-    grown = runtime.totalMemory()
-    del blocks
-    return_freed_memory()
-    assert runtime.totalMemory() < grown - 300 * 2**20
