@@ -331,4 +331,3 @@ def test_indexing_progress_on_a_terminal(tmp_path):
     text = screen.decode(errors="replace")
     assert "reading corpus: 100%" in text and "3000/3000" in text
     assert "indexing: 100%" in text
-
