@@ -7,6 +7,8 @@ evaluator sorts ties by docid descending (``ties="trec_eval"``): trec_eval ignor
 column and reads each query that way (score descending, then docno descending, ``strcmp``).
 """
 
+import csv
+import io
 import math
 import sys
 import time
@@ -71,9 +73,31 @@ def check_shared_topics(candidates, topics) -> None:
                             f"{first!r}, none of the {len(topics)} topics searched): are they another topic set's?")
 
 
+# Whitespace that str.split() splits on but pandas' reader does not (vertical tab, form feed, the file, group,
+# record and unit separators; Unicode spaces and a leading byte-order mark, which pandas' reader drops, are not
+# ASCII): a text holding one is read by str.split()
+_OTHER_SPACE = "\x0b\x0c\x1c\x1d\x1e\x1f"
+_FIELDS = ["qid", "q0", "docid", "rank", "score", "tag"]
+
+
 def _run_columns(text):
-    """The frame of :func:`read_run` from a run file's ``text``, all lines at once; ``ValueError`` when any line
-    is wrong (then :func:`_raise_first_error` says which)."""
+    """The frame of :func:`read_run` from a run file's ``text``, all lines at once (pandas' C reader, the fields
+    split as ``str.split`` splits them); ``ValueError`` when any line is wrong (then :func:`_raise_first_error`
+    says which)."""
+    import pandas as pd
+
+    if not text.isascii() or any(space in text for space in _OTHER_SPACE):
+        return _split_columns(text)
+    frame = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, names=_FIELDS, quoting=csv.QUOTE_NONE,
+                        na_filter=False, engine="c",
+                        dtype={"qid": str, "q0": str, "docid": str, "rank": str, "score": "float64", "tag": str})
+    if not isinstance(frame.index, pd.RangeIndex):  # every line had more than 6 fields: the first became the index
+        raise ValueError("a line with more than 6 fields")
+    return _checked(frame.drop(columns="q0").assign(rank=_ranks(frame["rank"])))
+
+
+def _split_columns(text):
+    """:func:`_run_columns` by ``str.split``."""
     import numpy as np
     import pandas as pd
 
@@ -81,14 +105,30 @@ def _run_columns(text):
     if ((fields != 6) & (fields != 0)).any():
         raise ValueError("a line without 6 fields")
     tokens = text.split()  # the lines' fields in line order, as every line has 6 or none
-    qids, docids = tokens[0::6], tokens[2::6]
-    scores = np.array(list(map(float, tokens[4::6])), dtype=np.float64)
-    if not np.isfinite(scores).all() or len(set(map(" ".join, zip(qids, docids)))) < len(qids):
-        raise ValueError("a non-finite score or a duplicate (qid, docid)")
-    columns = {"qid": pd.Series(qids, dtype=str), "docid": pd.Series(docids, dtype=str),
-               "rank": pd.Series(list(map(int, tokens[3::6])), dtype="int64"),
-               "score": pd.Series(scores, dtype="float64"), "tag": pd.Series(tokens[5::6], dtype=str)}
-    return pd.DataFrame(columns)
+    return _checked(pd.DataFrame({"qid": pd.Series(tokens[0::6], dtype=str), "docid": pd.Series(tokens[2::6], dtype=str),
+                                  "rank": _ranks(tokens[3::6]),
+                                  "score": pd.Series(list(map(float, tokens[4::6])), dtype="float64"),
+                                  "tag": pd.Series(tokens[5::6], dtype=str)}))
+
+
+def _ranks(tokens):
+    """The rank column of the rank fields ``tokens``, read as Python reads integers."""
+    import pandas as pd
+
+    ranks = list(map(int, tokens))
+    if ranks and not -2**63 <= min(ranks) <= max(ranks) < 2**63:
+        raise ValueError("a rank beyond int64")
+    return pd.Series(ranks, dtype="int64")
+
+
+def _checked(frame):
+    """``frame`` if every line had its 6 fields (no empty tag), finite scores and no (qid, docid) twice."""
+    import numpy as np
+
+    if (frame["tag"] == "").any() or not np.isfinite(frame["score"].to_numpy()).all() \
+            or frame.duplicated(["qid", "docid"]).any():
+        raise ValueError("a line without 6 fields, a non-finite score or a duplicate (qid, docid)")
+    return frame
 
 
 def _raise_first_error(path, text) -> None:
@@ -104,7 +144,8 @@ def _raise_first_error(path, text) -> None:
             )
         qid, _, docid, rank, score, _ = fields
         try:
-            int(rank)
+            if not -2**63 <= int(rank) < 2**63:
+                raise ClirplugError(f"{where(path, lineno)}: rank {rank} is out of range (a 64-bit integer)")
         except ValueError:
             raise ClirplugError(f"{where(path, lineno)}: rank {rank!r} is not an integer") from None
         try:

@@ -1,5 +1,7 @@
 """TREC run reader/writer and the trec_eval ordering contract."""
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -107,3 +109,39 @@ def test_bad_frames_and_ids_are_user_errors(tmp_path):
     with pytest.raises(ClirplugError, match="-inf is not finite for query '1', document 'a'"):
         write_run({"1": {"a": float("-inf")}}, tmp_path / "r")
     assert not (tmp_path / "r").exists()
+
+
+READ_AS_SPLIT = {  # runs read field by field as str.split() splits each line
+    "tabs and spaces": "q1\tQ0\td1\t1\t2.0\tt\n  q1  Q0 d2 2 1.0 t  \n\n",
+    "windows line ends": "q1 Q0 d1 1 2.0 t\r\nq1 Q0 d2 2 1.0 t\r\n",
+    "texts pandas would read as missing, quoted or commented": '001 Q0 nan 1 2.0 NA\n001 Q0 "d 2 1.5 #\n001 Q0 d,3 3 1 N/A\n',
+    "a byte-order mark and a non-breaking space": "\ufeffq1 Q0 d1 1 2 t\nq1 Q0 d\u00a02 2 1 t\n",
+    "signs, exponents and underscores": "q1 Q0 d1 +1 +2e3 t\nq1 Q0 d2 1_0 -1.5E-3 t\n",
+}
+
+
+@pytest.mark.parametrize("text", READ_AS_SPLIT.values(), ids=READ_AS_SPLIT.keys())
+def test_a_run_is_read_as_its_lines_split(tmp_path, text):
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    lines = [line.split() for line in text.splitlines() if line.split()]
+    if any(len(fields) != 6 for fields in lines):
+        with pytest.raises(ClirplugError, match=r"run\.trec:\d+: expected 6 fields"):
+            read_run(path)
+        return
+    frame = read_run(path)
+    assert frame.to_dict("list") == {"qid": [f[0] for f in lines], "docid": [f[2] for f in lines],
+                                     "rank": [int(f[3]) for f in lines], "score": [float(f[4]) for f in lines],
+                                     "tag": [f[5] for f in lines]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1 Q0 d1 1 2 t 7\nq2 Q0 d1 1 2 t 7\n", "run.trec:1: expected 6 fields 'qid Q0 docid rank score tag', got 7"),
+    ("q1 Q0 d1 1.0 2 t\n", "run.trec:1: rank '1.0' is not an integer"),
+    ("q1 Q0 d1 1 2 t\nq1 Q0 d2 99999999999999999999 1 t\n", "run.trec:2: rank 99999999999999999999 is out of range"),
+])
+def test_every_line_wrong_the_same_way_is_refused(tmp_path, text, message):
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ClirplugError, match=re.escape(message)):
+        read_run(path)
