@@ -94,7 +94,7 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: TIERS.index(tier(item) or "unit"))
 
 
-# ----------------------------------------------------------------------------- workers (make test: pytest -n 2)
+# ----------------------------------------------------------------------------- workers (make test: pytest -n auto)
 
 # The modules whose tests use the session's demo run (tests/integration/conftest.py's ``demo`` fixture, over a
 # minute): under pytest-xdist one worker runs them all, so that the demo runs once; checked by the fixture below.
@@ -122,6 +122,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(autouse=True)
 def _demo_modules_are_listed(request):
+    """Fail a test of a module outside :data:`DEMO_MODULES` that uses the demo run (it would run it again)."""
     if "demo" in request.fixturenames and request.path.parent.name == "integration":
         module = request.path.relative_to(REPO).as_posix()
         assert module in DEMO_MODULES, f"{module} uses the demo run: add it to DEMO_MODULES in tests/conftest.py"
