@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import signal
+import sys
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -220,9 +221,9 @@ def _local_worker(parent: int, initializer, initargs: tuple) -> None:
     interrupts its task as Ctrl-C does, so that the task cleans up (and aborts its own workers); an idle worker
     just ends. Then the executor's initializer runs."""
     import os
-    import sys
 
     signal.signal(signal.SIGTERM, _worker_terminated)
+    sys.unraisablehook = _unraisable_but_interrupts
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above
@@ -241,6 +242,14 @@ def _local_task(function, arguments):
         return function(*arguments)
     finally:
         _BUSY[0] = False
+
+
+def _unraisable_but_interrupts(unraisable) -> None:
+    """A local worker's ``sys.unraisablehook``: an interrupt (Ctrl-C, or the SIGTERM of :meth:`LocalExecutor.abort`)
+    that lands in a finalizer (``__del__``, e.g. a progress bar's) is the expected end of the task, not a traceback
+    to print; any other unraisable exception is printed as Python prints it."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
 
 
 def _worker_terminated(signum, frame):

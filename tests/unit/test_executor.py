@@ -136,3 +136,27 @@ def test_ray_retries_the_task_of_a_killed_worker(ray_cluster, tmp_path):
         results = executor.map(_die_once, [(str(marker), task) for task in TASKS])
     assert marker.exists() and results == [_noisy(task) for task in TASKS]
 
+
+
+class _FinalizerRaising:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def __del__(self):
+        raise self.error
+
+
+def _drop_a_finalizer_raising(error: BaseException) -> int:
+    _FinalizerRaising(error)  # dropped at once: its __del__ raises an exception Python can only print
+    return 1
+
+
+def test_an_interrupt_in_a_workers_finalizer_prints_no_traceback(capfd):
+    """Ctrl-C (or the executor's SIGTERM) landing in a finalizer of a worker, e.g. a progress bar's ``__del__``, is
+    the task's expected end; other exceptions of finalizers are still printed."""
+    with make_executor(2) as executor:
+        assert executor.map(_drop_a_finalizer_raising, [KeyboardInterrupt(), KeyboardInterrupt()]) == [1, 1]
+    assert "Traceback" not in capfd.readouterr().err
+    with make_executor(2) as executor:
+        assert executor.map(_drop_a_finalizer_raising, [ValueError("seen"), ValueError("seen")]) == [1, 1]
+    assert "ValueError: seen" in capfd.readouterr().err
