@@ -137,7 +137,6 @@ def test_ray_retries_the_task_of_a_killed_worker(ray_cluster, tmp_path):
     assert marker.exists() and results == [_noisy(task) for task in TASKS]
 
 
-
 class _FinalizerRaising:
     def __init__(self, error: BaseException):
         self.error = error
