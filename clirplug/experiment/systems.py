@@ -129,8 +129,10 @@ def _cost(file: str, systems: dict) -> tuple[int, int]:
     return 1 + sum(c[0] for c in costs), METHODS[system["method"]].reranks + sum(c[1] for c in costs)
 
 
-def _tune_value(config, fld: str, system: dict, systems: dict, qrels) -> float:
-    """MAP of the system on the tune split: of its run there, or of a fusion's inputs' runs there fused."""
+def _tune_value(config, fld: str, system: dict, stage: Stage, systems: dict, qrels) -> float:
+    """MAP of the system on the tune split: of its run there; for a fusion, the best of its kappa tuning (its
+    inputs' tune runs fused with the chosen method and kappa), or those runs fused again when kappa was tuned on
+    another measure. ``stage`` is the system's run stage."""
     from clirplug.eval.measures import evaluate
     from clirplug.fusion import fuse
     from clirplug.io.runs import read_run
@@ -139,6 +141,9 @@ def _tune_value(config, fld: str, system: dict, systems: dict, qrels) -> float:
     if path.is_file():
         run = read_run(path)
     else:
+        tuning = json.loads(stage.inputs_from[0].read_text(encoding="utf-8"))  # the kappa tuning (plan_fusion)
+        if tuning["measure"] == MEASURE and tuning["split"] == config.tune_split:
+            return tuning["best"]
         options = system["options"]
         inputs = [read_run(run_file(config, config.tune_split, fld, systems[other]["name"])) for other in system["searchers"]]
         run = fuse(options["method"], inputs, weights=[options["kappa"], 1 - options["kappa"]], depth=options["depth"])
@@ -157,8 +162,10 @@ def systems_stage(stage: Stage, ctx) -> dict:
         write_system(config.run_dir / file, {**system, "root": root_of(config.run_dir / file, config.root)})
     recommended, qrels = {}, read_qrels(stage.inputs[0]) if stage.inputs else None
     for fld, names in s["compared"].items():
-        files = {name: system_path(run_file(config, config.splits[0], fld, name)).name for name in names}
-        values = {name: _tune_value(config, fld, systems[files[name]], systems, qrels) for name in names}
+        stages = {name: next(run for run in runs if run.outputs[0] == run_file(config, config.splits[0], fld, name))
+                  for name in names}
+        files = {name: system_path(stages[name].outputs[0]).name for name in names}
+        values = {name: _tune_value(config, fld, systems[files[name]], stages[name], systems, qrels) for name in names}
         best = min(names, key=lambda name: (-round(values[name], DECIMALS), *_cost(files[name], systems), name))
         path = config.run_dir / f"recommended.{fld}.json"
         write_system(path, {**systems[files[best]], "root": root_of(path, config.root),

@@ -133,6 +133,32 @@ def test_the_recommended_system_is_the_best_on_train_and_the_report_says_so_firs
     assert json.loads((config.run_dir / "report.json").read_text())["recommended"][field]["run"] == recommended["name"]
 
 
+@pytest.mark.parametrize("field", FIELDS)
+def test_the_recommended_values_are_map_on_train(config, field):
+    """Each compared system's value is MAP of its train run; a fusion's (taken from its kappa tuning) is MAP of its
+    inputs' train runs fused with its method and kappa."""
+    from clirplug.eval.measures import evaluate
+    from clirplug.fusion import fuse
+    from clirplug.io.qrels import read_qrels
+
+    values = json.loads((config.run_dir / f"recommended.{field}.json").read_text(encoding="utf-8"))["recommended"]["values"]
+    qrels = read_qrels(config.collection.qrels("train"))
+    fused = 0
+    for name, value in values.items():
+        path = config.run_dir / f"train.{field}.{name}.trec"
+        if path.is_file():
+            run = read_run(path)
+        else:
+            system = json.loads(_system(config, field, name).read_text(encoding="utf-8"))
+            inputs = [json.loads((config.run_dir / file).read_text(encoding="utf-8"))["name"] for file in system["searchers"]]
+            options = system["options"]
+            run = fuse(options["method"], [read_run(config.run_dir / f"train.{field}.{other}.trec") for other in inputs],
+                       weights=[options["kappa"], 1 - options["kappa"]], depth=options["depth"])
+            fused += 1
+        assert value == pytest.approx(float(evaluate(qrels, {"run": run}, ["MAP"])["value"].iloc[0]), abs=1e-12), name
+    assert fused == 3  # dt+psq, dt+dense, psq+dense
+
+
 def test_serve_answers_with_the_experiments_tuned_fusion(config):
     """``clirplug serve --system`` of psq+dense and of dt on a real server on 127.0.0.1: a dev title's top 10 are
     the experiment run's; ``system=TAG`` picks the second."""
