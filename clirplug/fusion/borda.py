@@ -4,20 +4,21 @@ from clirplug.fusion._common import check_depth, check_weights, combine, top, we
 from clirplug.io.runs import SCORED_COLUMNS
 
 
-def normalize(run, depth=1000):
+def normalize(run, depth=1000, ranked=False):
     """Scores of each query's top ``depth`` documents shifted non-negative and divided by their sum.
 
     Each voter has one voting point per query to distribute (Sokolov et al. 2013, Section 4):
     ``f(q, d) / sum_d' f(q, d')`` over the top ``depth``. A query whose lowest score is
     negative first has all its scores shifted by minus that minimum, so its lowest
-    document gets 0. A query whose scores sum to 0 gives every document 0.
+    document gets 0. A query whose scores sum to 0 gives every document 0. With ``ranked``, ``run`` is already
+    :func:`~clirplug.fusion._common.top`'s frame of that depth and is not sorted again.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``qid``, ``docid``, ``score`` (the normalized score).
     """
-    frame = top(run, check_depth(depth))
+    frame = run.copy() if ranked else top(run, check_depth(depth))
     grouped = frame.groupby("qid", sort=False)["score"]
     shift = (-grouped.transform("min")).clip(lower=0.0)
     scores = frame["score"] + shift

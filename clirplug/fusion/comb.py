@@ -4,12 +4,13 @@ from clirplug.fusion._common import check_depth, check_weights, combine, top, we
 from clirplug.io.runs import SCORED_COLUMNS
 
 
-def min_max(run, depth=1000):
+def min_max(run, depth=1000, ranked=False):
     """Each query's top ``depth`` scores mapped to [0, 1] by ``(s - min) / (max - min)`` (Lee 1997).
 
-    A query whose scores are all equal (one document, or ties only) maps them to 1.
+    A query whose scores are all equal (one document, or ties only) maps them to 1. With ``ranked``, ``run`` is
+    already :func:`~clirplug.fusion._common.top`'s frame of that depth and is not sorted again.
     """
-    frame = top(run, check_depth(depth))
+    frame = run.copy() if ranked else top(run, check_depth(depth))
     grouped = frame.groupby("qid", sort=False)["score"]
     low, high = grouped.transform("min"), grouped.transform("max")
     span = high - low

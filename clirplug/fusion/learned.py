@@ -60,23 +60,21 @@ class FeatureTable:
     qid_codes: object  # int64, increasing with the qid
     values: object  # float64 (rows, runs, len(FEATURES))
 
-    def scores(self, weights, runs=None):
-        """The fused score of each row: ``weights`` (of :func:`check_weights`, for the ``runs`` indices, all
-        by default) times the features, summed run by run and feature by feature in that order."""
+    def scores(self, weights, runs=None, rows=None):
+        """The fused score of each row (of the boolean mask ``rows``, all by default): ``weights`` (of
+        :func:`check_weights`, for the ``runs`` indices, all by default) times the features, summed run by run and
+        feature by feature in that order."""
         import numpy as np
 
-        runs = range(self.values.shape[1]) if runs is None else runs
-        total = np.zeros(len(self.qids))
+        values = self.values if rows is None else self.values[rows]
+        runs = range(values.shape[1]) if runs is None else runs
+        total = np.zeros(len(values))
         position = 0
         for run in runs:
             for feature in range(len(FEATURES)):
-                total += weights[position] * self.values[:, run, feature]
+                total += weights[position] * values[:, run, feature]
                 position += 1
         return total
-
-    def held(self, runs):
-        """Whether each row is in the top ``depth`` of one of the ``runs`` (indices)."""
-        return self.values[:, list(runs), FEATURES.index("hit")].max(axis=1) > 0
 
 
 def feature_table(runs, depth: int = 1000) -> FeatureTable:
@@ -93,8 +91,8 @@ def feature_table(runs, depth: int = 1000) -> FeatureTable:
     for i, run in enumerate(runs):
         ranked = top(run, depth)
         parts.append(pd.DataFrame({"qid": ranked["qid"].to_numpy(), "docid": ranked["docid"].to_numpy(), "run": i,
-                                   "score": min_max(ranked, depth)["score"].to_numpy(),  # the same rows and order
-                                   "borda": normalize(ranked, depth)["score"].to_numpy(),
+                                   "score": min_max(ranked, depth, ranked=True)["score"].to_numpy(),  # the same rows
+                                   "borda": normalize(ranked, depth, ranked=True)["score"].to_numpy(),
                                    "rr": 1.0 / (RRF_K + ranked["rank"].to_numpy(dtype=np.float64))}))
     frame = pd.concat(parts, ignore_index=True)
     qid_codes, doc_codes = _codes(frame["qid"].tolist()), _codes(frame["docid"].tolist())
@@ -260,56 +258,48 @@ def fit_pairwise(differences, l2: float):
     return w / scale
 
 
-def _columns(runs) -> list[tuple[int, int]]:
-    return [(run, feature) for run in runs for feature in range(len(FEATURES))]
-
-
 class _Learner:
-    """The cross-validation of one feature table: pairs sampled once, folds of the qrels' topics."""
+    """The cross-validation of one feature table: pairs sampled once (with their feature differences), folds of the
+    qrels' topics."""
 
     def __init__(self, judged: _Judged, pairs: int, seed: int, folds: dict):
         import numpy as np
 
         self.judged = judged
         self.better, self.worse = sample_pairs(judged, pairs, seed)
+        values = judged.table.values
+        self.differences = values[self.better] - values[self.worse]  # (pair, run, feature): better minus worse
+        self.hits = values[:, :, FEATURES.index("hit")] > 0  # (row, run): in the run's top depth
         code_fold = {code: folds.get(qid, -1) for code, qid in zip(judged.table.qid_codes, judged.table.qids)}
         self.row_fold = np.array([code_fold[code] for code in judged.table.qid_codes], dtype=np.int64)
         self.folds = range(max(folds.values()) + 1)
 
+    def held(self, runs):
+        """Whether each row is in the top ``depth`` of one of the ``runs`` (indices)."""
+        return self.hits[:, list(runs)].any(axis=1)
+
     def fit(self, runs, l2, exclude_fold=None):
         """Weights of ``runs`` fitted on the pairs of rows held by them (and not of ``exclude_fold``)."""
-        held = self.judged.table.held(runs)
+        held = self.held(runs)
         keep = held[self.better] & held[self.worse]
         if exclude_fold is not None:
             keep &= self.row_fold[self.better] != exclude_fold
-        values = self.judged.table.values
-        columns = _columns(runs)
-        differences = self.differences(values, columns, self.better[keep], self.worse[keep])
-        return fit_pairwise(differences, l2)
-
-    @staticmethod
-    def differences(values, columns, better, worse):
-        import numpy as np
-
-        out = np.empty((len(better), len(columns)))
-        for j, (run, feature) in enumerate(columns):
-            out[:, j] = values[better, run, feature] - values[worse, run, feature]
-        return out
+        differences = self.differences[keep][:, list(runs)]
+        return fit_pairwise(differences.reshape(len(differences), -1), l2)  # columns: run by run, then feature
 
     def cross_validate(self, runs, l2):
         """The out-of-fold MAP of ``runs`` and each fold's weights."""
         import numpy as np
 
         table = self.judged.table
-        held = table.held(runs)
         scores = np.zeros(len(table.qids))
         fold_weights = []
         for fold in self.folds:
             weights = self.fit(runs, l2, exclude_fold=fold)
             fold_weights.append(weights)
             rows = self.row_fold == fold
-            scores[rows] = table.scores(weights, runs)[rows]
-        return mean_average_precision(self.judged, held, scores), fold_weights
+            scores[rows] = table.scores(weights, runs, rows)
+        return mean_average_precision(self.judged, self.held(runs), scores), fold_weights
 
 
 def _rounded(values) -> list[float]:
