@@ -93,7 +93,7 @@ def _run_columns(text):
                         dtype={"qid": str, "q0": str, "docid": str, "rank": str, "score": "float64", "tag": str})
     if not isinstance(frame.index, pd.RangeIndex):  # every line had more than 6 fields: the first became the index
         raise ValueError("a line with more than 6 fields")
-    return _checked(frame.drop(columns="q0").assign(rank=_ranks(frame["rank"])))
+    return _checked(frame.drop(columns="q0").assign(rank=_ranks(frame["rank"].tolist())))  # a list: iterating a str Series is slow
 
 
 def _split_columns(text):
