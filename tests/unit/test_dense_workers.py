@@ -1,5 +1,6 @@
 """Document embedding over the executor (``clirplug.dense.embed_corpus`` with ``workers``): the same bytes as in one
-process, whatever the workers and the engine's threads, and resuming at the missing chunks."""
+process, whatever the workers (local processes or Ray tasks) and the engine's threads, and resuming at the missing
+chunks. The Ray test runs on the local Ray instance of the ``ray_cluster`` fixture."""
 
 import json
 import subprocess
@@ -91,3 +92,10 @@ def test_the_experiment_stage_embeds_over_its_workers(one_process, tmp_path, mon
                   outputs=(folder,))
     dense_embed_stage(stage, Context(None, ExecutorSettings(jobs=2), progress=False))
     assert (folder / dense.EMBEDDINGS).read_bytes() == (one_process / dense.EMBEDDINGS).read_bytes()
+
+
+def test_ray_workers_write_the_bytes_of_one_process(ray_cluster, one_process, tmp_path):
+    folder = dense.embed_corpus(DEMO, tmp_path / "ray", WORDS, chunk=CHUNK, progress=False,
+                                workers=ExecutorSettings("ray", jobs=2))
+    for name in (dense.EMBEDDINGS, dense.DOCIDS):
+        assert (folder / name).read_bytes() == (one_process / name).read_bytes()
