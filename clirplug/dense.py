@@ -26,8 +26,10 @@ values within 1e-5). A document is embedded as for e5; about 80 documents a CPU 
 
 The document vectors are cached beside the index, in
 ``<index>.dense/<key>/{embeddings.npy, docids.json}``, where the key digests the model id,
-``words`` and the corpus bytes. They are computed in chunks, each saved as it finishes
-(``chunks/``), so an interrupted embedding resumes at the first missing chunk.
+``words`` and the corpus bytes, so every run and field of a collection and ``words`` value share them. They are
+computed in chunks, each saved as it finishes (``chunks/``), so an interrupted embedding resumes at the missing chunks;
+the chunks may be embedded in parallel, one a task of the executor (:mod:`clirplug.executor`; the experiment's
+``dense-embed`` stages), the same bytes whatever the number of workers.
 
 Search is ``exact`` (the default: every document's cosine, the oracle) or ``hnsw``: the candidates are
 the ``max(ef_search, hits)`` nearest neighbours that Lucene's HNSW graph finds
@@ -53,6 +55,7 @@ from clirplug.corpus import Document, corpus_files, read_corpus
 from clirplug.digest import file_digest, update_digest
 from clirplug.encoders import DEFAULT_ENCODER, check_encoder
 from clirplug.errors import ClirplugError
+from clirplug.executor import ExecutorSettings, make_executor
 from clirplug.io.npz import read_arrays
 from clirplug.lucene import hnsw
 from clirplug.mt.one_best import QUERIES
@@ -250,13 +253,19 @@ def _save(path: Path, array) -> None:
 
 
 def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: int = CHUNK,
-                 progress: bool = True, encoder: str = DEFAULT_ENCODER) -> Path:
-    """Embed every document of ``corpus`` into ``folder`` unless already done there, with ``model`` (loaded if
-    None) of ``encoder``; return ``folder``.
+                 progress: bool = True, encoder: str = DEFAULT_ENCODER, workers: int | ExecutorSettings = 1,
+                 threads: int | None = None) -> Path:
+    """Embed every document of ``corpus`` into ``folder`` unless already done there, with the model of ``encoder``;
+    return ``folder``.
 
     Chunks of ``chunk`` documents are saved as they finish and reused by the next call, so an
-    interrupted embedding restarts at the first missing chunk. ``embeddings.npy`` and then
+    interrupted embedding restarts at the missing chunks. ``embeddings.npy`` and then
     ``docids.json`` (docids in corpus order, model, words, corpus digest) are written last.
+    With more than one worker (``workers``: local processes, or :class:`clirplug.executor.ExecutorSettings`) and
+    more than one chunk to embed, each chunk is a task of the executor, embedded and saved by a worker that loaded
+    the model once, on one thread; otherwise the chunks are embedded here by ``model`` (loaded on ``threads``,
+    default all cores, if None). The vectors do not depend on the workers nor the threads (each text is embedded
+    alone).
     """
     from tqdm import tqdm
 
@@ -268,16 +277,23 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
     docs = list(read_corpus(corpus))
     if not docs:
         raise ClirplugError(f"{corpus}: the corpus holds no documents")
-    model = model or load_model(encoder=encoder)
+    check_encoder(encoder)
     bounds = [(start, min(start + chunk, len(docs))) for start in range(0, len(docs), chunk)]
     todo = [(start, stop) for start, stop in bounds if not _chunk_file(folder, start, stop).is_file()]
+    tasks = [(_chunk_file(folder, start, stop), [passage_text(doc, words) for doc in docs[start:stop]])
+             for start, stop in todo]
     done = len(docs) - sum(stop - start for start, stop in todo)
+    settings = workers if isinstance(workers, ExecutorSettings) else ExecutorSettings(jobs=workers)
     with tqdm(total=len(docs), initial=done, desc="embedding documents", unit=" docs", disable=not progress,
               file=sys.stderr) as bar:
-        for start, stop in todo:
-            vectors = embed_passages(model, (passage_text(doc, words) for doc in docs[start:stop]))
-            _save(_chunk_file(folder, start, stop), vectors)
-            bar.update(stop - start)
+        if settings.jobs > 1 and len(tasks) > 1:
+            with make_executor(settings, initializer=_load_worker_model, initargs=(encoder,)) as executor:
+                for count in executor.imap(_embed_chunk_in_worker, tasks):
+                    bar.update(count)
+        elif tasks:
+            model = model or load_model(threads, encoder)
+            for task in tasks:
+                bar.update(_embed_chunk(model, *task))
     _save(folder / EMBEDDINGS, np.concatenate([read_arrays(_chunk_file(folder, *b), "embeddings") for b in bounds]))
     with atomic_open(folder / DOCIDS) as handle:
         json.dump({"model": model_id(encoder), "words": words, "corpus_sha256": corpus_digest(corpus),
@@ -285,6 +301,25 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
         handle.write("\n")
     shutil.rmtree(folder / "chunks")
     return folder
+
+
+def _embed_chunk(model, path: Path, texts: list[str]) -> int:
+    """Embed ``texts`` as passages into the chunk file ``path`` (written whole or not at all); their number."""
+    _save(path, embed_passages(model, texts))
+    return len(texts)
+
+
+_WORKER_MODEL: list = [None]  # the model an embedding worker loaded (:func:`_load_worker_model`)
+
+
+def _load_worker_model(encoder: str) -> None:
+    """An embedding worker's start: the model of ``encoder``, on one thread (the workers share the cores)."""
+    _WORKER_MODEL[0] = load_model(1, encoder)
+
+
+def _embed_chunk_in_worker(task: tuple[Path, list[str]]) -> int:
+    """A chunk embedded by a worker's model (:func:`_embed_chunk`)."""
+    return _embed_chunk(_WORKER_MODEL[0], *task)
 
 
 def load_embeddings(folder) -> tuple[np.ndarray, list[str]]:

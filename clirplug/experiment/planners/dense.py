@@ -168,13 +168,16 @@ def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
 
 @stage_kind("dense-embed")
 def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
-    """The collection's document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the last chunk)."""
+    """The collection's document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the missing chunks), the
+    chunks embedded over the experiment's workers (``--threads``, ``--executor``), each loading the model once; with
+    one worker, here by the process's model."""
     from clirplug.dense import embed_corpus
 
     corpus = (stage.inputs or stage.inputs_from)[0]  # the collection's pages, or the passages stage's file
     encoder = _encoder_in(stage.settings)
-    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], _dense_model(ctx, encoder), progress=ctx.progress,
-                 encoder=encoder)
+    model = _dense_model(ctx, encoder) if ctx.jobs == 1 else None  # a single chunk left: loaded on _threads(ctx)
+    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], model, progress=ctx.progress, encoder=encoder,
+                 workers=ctx.workers, threads=_threads(ctx))
     return {}
 
 
@@ -203,7 +206,12 @@ def _dense_model(ctx: Context, encoder: str):
     from clirplug.dense import load_model
 
     key = "dense-model" if encoder == DEFAULT_ENCODER else f"dense-model.{encoder}"
-    return ctx.get(key, lambda: load_model(max(1, (os.cpu_count() or 1) // ctx.jobs), encoder))
+    return ctx.get(key, lambda: load_model(_threads(ctx), encoder))
+
+
+def _threads(ctx: Context) -> int:
+    """A process's share of the cores when ``jobs`` stages run at once."""
+    return max(1, (os.cpu_count() or 1) // ctx.jobs)
 
 
 def _dense_searcher(ctx: Context, folder, settings: dict):
