@@ -10,6 +10,7 @@ scored on the union of the parts' runs.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
@@ -93,12 +94,12 @@ class TuningAP:
         self.relevant = {qid: np.array(sorted(_indexed(scorer.index, docids)), dtype=np.int64)
                          for qid, docids in judged.groupby("qid")["docid"]}
         self.measure = parse_measures(["MAP"])[0]
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple[str, bytes], float] = {}
 
     def average_precision(self, qid: str, query) -> float:
         """The AP of topic ``qid`` searched by ``query`` (per-token distributions); 0 for a topic without relevant
         documents."""
-        key = (qid, tuple(tuple(dist.items()) for dist in query))
+        key = (qid, hashlib.sha256(repr(query).encode()).digest())  # exact reprs of the floats, in order; small
         value = self._memo.get(key)
         if value is None:
             value = self._memo[key] = self._average_precision(qid, query)
