@@ -8,7 +8,8 @@ Usage::
 
 The stage record gives the search (grid, start, field, kind, BM25); the search runs on one
 part (``--model`` and the first ``--first`` topics of ``--topics``), as the stage's
-``measure`` does: Builders, :func:`clirplug.qt.psq_tune.run_settings`, MAP. Each side runs
+``measure`` does: Builders, MAP by :class:`clirplug.qt.psq_tune.TuningAP` (a revision without it: the run of
+:func:`clirplug.qt.psq_tune.run_settings` evaluated). Each side runs
 in a fresh process, the reference from ``git archive REF`` in a temporary folder, the
 current code from this checkout, one after the other on a copy of the model folder whose
 n-best cache is kept (warm: the n-best lists are read, not decoded) or, with ``--cold``,
@@ -51,11 +52,19 @@ wall, cpu = time.perf_counter(), time.process_time()
 scorer = PsqScorer(args["index"], s["bm25"]["k1"], s["bm25"]["b"])
 builders = Builders(args["model"], s["kind"], topics, s["lang"])
 seconds = {}
+try:  # the stage's MAP from its topics' APs, each distinct query searched once (since 2026-11-28)
+    from clirplug.qt.psq_tune import TuningAP, settings_queries
+    by_topic = TuningAP(scorer, qrels, s["hits"])
+except ImportError:  # an earlier revision: the run evaluated
+    by_topic = None
 
 def measure(settings):
     start = time.perf_counter()
-    run = run_settings(scorer, builders, s["field"], settings, hits=s["hits"])
-    value = float(evaluate(qrels, {"run": run}, ["MAP"])["value"].iloc[0])
+    if by_topic is not None:
+        value = by_topic.mean(settings_queries(builders, s["field"], settings))
+    else:
+        run = run_settings(scorer, builders, s["field"], settings, hits=s["hits"])
+        value = float(evaluate(qrels, {"run": run}, ["MAP"])["value"].iloc[0])
     seconds[settings.spec()] = time.perf_counter() - start
     return value
 

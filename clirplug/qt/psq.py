@@ -143,15 +143,24 @@ class PsqScorer:
         docs = np.flatnonzero(np.bincount(tf.row, minlength=tf.shape[0]))  # each document's values summed in order
         return docs, np.bincount(tf.row, weights=values, minlength=tf.shape[0])[docs]
 
-    def top(self, docs: np.ndarray, scores: np.ndarray, hits: int) -> list[tuple[str, float]]:
-        """The ``hits`` best ``(docid, score)``, score descending, ties by docid ascending."""
+    def ranking(self, docs: np.ndarray, scores: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
+        """Internal numbers and scores of the ``hits`` best of ``docs``, score descending, ties by docid ascending."""
         if len(docs) > hits:
             keep = np.argpartition(-scores, hits - 1)[:hits]
             threshold = scores[keep].min()  # keep every document tied with the last one, then cut
             keep = np.flatnonzero(scores >= threshold)
             docs, scores = docs[keep], scores[keep]
         order = np.lexsort((self._docid_rank[docs], -scores))[:hits]
-        return list(zip(map(self._docids.__getitem__, docs[order].tolist()), scores[order].tolist()))
+        return docs[order], scores[order]
+
+    def trec_eval_order(self, docs: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """The permutation of a :meth:`ranking` that puts it in trec_eval's reading order (ties by docid descending)."""
+        return np.lexsort((-self._docid_rank[docs], -scores))
+
+    def top(self, docs: np.ndarray, scores: np.ndarray, hits: int) -> list[tuple[str, float]]:
+        """The ``hits`` best ``(docid, score)``, score descending, ties by docid ascending."""
+        docs, scores = self.ranking(docs, scores, hits)
+        return list(zip(map(self._docids.__getitem__, docs.tolist()), scores.tolist()))
 
     def search(self, distributions: Sequence[Mapping[str, float]], hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` ``(docid, score)`` for a query given as per-token ``{target: p}`` distributions."""

@@ -10,6 +10,7 @@ scored on the union of the parts' runs.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from clirplug.errors import ClirplugError
@@ -46,16 +47,95 @@ class Builders:
                 tokenize)
 
 
+def settings_queries(builders: Builders, field: str, settings: PsqSettings, topics=None,
+                     latencies: dict[str, float] | None = None) -> dict[str, list[dict[str, float]]]:
+    """``qid -> per-token distributions`` of ``topics`` (default: ``builders.topics``) under ``settings``
+    (:func:`clirplug.qt.psq.psq_queries`)."""
+    from clirplug.qt.psq import psq_queries
+
+    builder, tokenize = builders(settings, field)
+    return psq_queries(builders.source(field), builders.topics if topics is None else topics, builder, tokenize,
+                       latencies)
+
+
 def run_settings(scorer, builders: Builders, field: str, settings: PsqSettings, topics=None, hits: int = 1000,
                  progress: bool = False, latencies: dict[str, float] | None = None):
     """The PSQ run frame of ``topics`` (default: ``builders.topics``) under ``settings``; with ``latencies``,
     each topic's seconds (its query built, then searched) are added to its entry."""
-    from clirplug.qt.psq import psq_queries, psq_search
+    from clirplug.qt.psq import psq_search
 
-    builder, tokenize = builders(settings, field)
-    queries = psq_queries(builders.source(field), builders.topics if topics is None else topics, builder, tokenize,
-                          latencies)
+    queries = settings_queries(builders, field, settings, topics, latencies)
     return psq_search(scorer, queries, hits=hits, progress=progress, latencies=latencies)
+
+
+class TuningAP:
+    """trec_eval's AP of PSQ queries on tuning topics (:func:`clirplug.eval.measures.evaluate`'s ``MAP``, bit for
+    bit), with no run frame: each distinct query of a topic is searched and evaluated once, however many settings
+    of a grid give it (an axis often leaves most topics' distributions as they were).
+
+    Parameters
+    ----------
+    scorer : PsqScorer
+    qrels : pandas.DataFrame
+        As from :func:`clirplug.io.qrels.read_qrels`; its queries are those averaged.
+    hits : int
+        The depth of a run.
+    """
+
+    def __init__(self, scorer, qrels, hits: int):
+        import numpy as np
+
+        from clirplug.eval.measures import parse_measures
+
+        self.scorer, self.hits = scorer, hits
+        self.qids = sorted(set(qrels["qid"]))
+        judged = qrels[qrels["relevance"] >= 1]
+        self.num_relevant = judged.groupby("qid").size().to_dict()
+        self.relevant = {qid: np.array(sorted(_indexed(scorer.index, docids)), dtype=np.int64)
+                         for qid, docids in judged.groupby("qid")["docid"]}
+        self.measure = parse_measures(["MAP"])[0]
+        self._memo: dict[tuple[str, bytes], float] = {}
+
+    def average_precision(self, qid: str, query) -> float:
+        """The AP of topic ``qid`` searched by ``query`` (per-token distributions); 0 for a topic without relevant
+        documents."""
+        key = (qid, hashlib.sha256(repr(query).encode()).digest())  # exact reprs of the floats, in order; small
+        value = self._memo.get(key)
+        if value is None:
+            value = self._memo[key] = self._average_precision(qid, query)
+        return value
+
+    def _average_precision(self, qid: str, query) -> float:
+        import numpy as np
+
+        from clirplug.eval.measures import trec_average_precision
+
+        relevant = self.relevant.get(qid)
+        if relevant is None or not len(relevant):
+            return 0.0
+        scorer = self.scorer
+        docs, scores = scorer.ranking(*scorer.score(scorer.expressions(query)), self.hits)
+        found = np.isin(docs, relevant)[scorer.trec_eval_order(docs, scores)]
+        return trec_average_precision(np.zeros(len(docs), np.int64), found, {0: self.num_relevant[qid]}).get(0, 0.0)
+
+    def mean(self, queries: dict[str, list[dict[str, float]]]) -> float:
+        """MAP of ``qid -> per-token distributions`` over the qrels' queries (0 for one not given), as ``evaluate``
+        averages it."""
+        from clirplug.eval.measures import aggregate
+
+        return aggregate(self.measure, [self.average_precision(qid, queries[qid]) if qid in queries else 0.0
+                                        for qid in self.qids])
+
+
+def _indexed(index, docids) -> list[int]:
+    """Internal numbers of those ``docids`` the index holds (a judged document it lacks is never retrieved)."""
+    numbers = []
+    for docid in docids:
+        try:
+            numbers.append(index.doc_index(docid))
+        except ClirplugError:
+            pass
+    return numbers
 
 
 def grid_axes(grid: dict, where: str = "grid") -> list[tuple[str, list[str]]]:

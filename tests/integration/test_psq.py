@@ -12,7 +12,7 @@ from clirplug.lucene.reader import LuceneIndex
 from clirplug.lucene.search import Bm25Searcher, anserini_score_ties
 from clirplug.qt.psq import PsqScorer, source_projection
 
-from lucene_tiny import TINY_DOCS
+from lucene_tiny import TINY_DOCS, write_jsonl
 
 pytestmark = pytest.mark.jvm
 
@@ -252,3 +252,37 @@ def test_cli_equals_the_experiments_psq(tiny_index, tmp_path, spec):
     cli = read_run(out)
     assert cli[["qid", "docid", "rank"]].values.tolist() == experiment[["qid", "docid", "rank"]].values.tolist()
     np.testing.assert_allclose(cli["score"], experiment["score"], rtol=1e-6)
+
+
+def test_tuning_ap_equals_evaluate(tmp_path):
+    """The tuning stage's AP of each topic and MAP (``psq_tune.TuningAP``) equal ``evaluate``'s of the PSQ run bit for
+    bit: ties (each document indexed twice) read in trec_eval's order, runs cut at the depth, a judged document the
+    index lacks, topics with no relevant document, with no query, or searched twice by the same query."""
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.lucene.index import build_index
+    from clirplug.qt.psq import psq_search
+    from clirplug.qt.psq_tune import TuningAP
+
+    docs = TINY_DOCS + [{**doc, "id": doc["id"] + "b"} for doc in TINY_DOCS]
+    build_index(write_jsonl(tmp_path / "corpus.jsonl", docs), tmp_path / "index", language="en", progress=False)
+    scorer = PsqScorer(tmp_path / "index")
+    rng = np.random.default_rng(3)
+    words = ["files", "directory", "copy", "print", "standard output", "remove", "patterns", "xyzzy", "source file"]
+    queries = {f"q{i}": [{str(w): float(p) for w, p in zip(rng.choice(words, 3, replace=False), rng.dirichlet([1] * 3))}
+                         for _ in range(rng.integers(1, 4))] for i in range(40)}
+    ids = [doc["id"] for doc in docs] + ["gone.1"]
+    qrels = pd.DataFrame([(qid, docid, int(rng.integers(0, 3))) for qid in [*queries, "q99"]
+                          for docid in rng.choice(ids, 5, replace=False)], columns=["qid", "docid", "relevance"])
+    qrels.loc[qrels["qid"] == "q0", "relevance"] = 0
+    for hits in (3, 7, 1000):
+        tuning = TuningAP(scorer, qrels, hits)
+        run = psq_search(scorer, queries, hits=hits, progress=False)
+        expected = evaluate(qrels, {"run": run}, ["MAP"], per_query=True).set_index("qid")["value"]
+        assert [tuning.average_precision(qid, query) for qid, query in queries.items()] == \
+            [expected[qid] for qid in queries]
+        assert tuning.mean(queries) == expected["all"] > 0
+        assert tuning.mean(queries) == expected["all"]  # the second time from the memo
+        fewer = {qid: query for qid, query in queries.items() if qid != "q1"}
+        assert tuning.mean(fewer) == evaluate(qrels, {"run": run[run["qid"] != "q1"]}, ["MAP"])["value"].iloc[0]

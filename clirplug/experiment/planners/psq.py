@@ -90,24 +90,31 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     import pandas as pd
 
     from clirplug.atomic import atomic_open
-    from clirplug.eval.measures import evaluate
+    from clirplug.eval.measures import evaluate, is_trec_ap, parse_measures
     from clirplug.io.qrels import read_qrels
     from clirplug.passages import max_passage
     from clirplug.qt.psq_tables import PsqSettings
-    from clirplug.qt.psq_tune import coordinate_search, run_settings
+    from clirplug.qt.psq_tune import TuningAP, coordinate_search, run_settings, settings_queries
 
     s = stage.settings
     qrels = read_qrels(stage.inputs[0])
     scorer = _psq_scorer(ctx, s)
     builders = [_psq_builders(ctx, p["model"], s["kind"], p["topics"], s["lang"]) for p in s["parts"]]
     started = time.perf_counter()
+    # MAP of the documents themselves: each topic's AP, a query searched and evaluated once over the grid
+    by_topic = TuningAP(scorer, qrels, s["hits"]) \
+        if is_trec_ap(parse_measures([s["measure"]])[0]) and "max_passage_hits" not in s else None
 
     def measure(settings):
-        run = pd.concat([run_settings(scorer, b, s["field"], settings, hits=s["hits"]) for b in builders],
-                        ignore_index=True)
-        if "max_passage_hits" in s:  # a passage collection: the pages by their best passage
-            run = max_passage(run, s["max_passage_hits"])
-        value = float(evaluate(qrels, {"run": run}, [s["measure"]])["value"].iloc[0])
+        if by_topic is not None:
+            value = by_topic.mean({qid: query for b in builders
+                                   for qid, query in settings_queries(b, s["field"], settings).items()})
+        else:
+            run = pd.concat([run_settings(scorer, b, s["field"], settings, hits=s["hits"]) for b in builders],
+                            ignore_index=True)
+            if "max_passage_hits" in s:  # a passage collection: the pages by their best passage
+                run = max_passage(run, s["max_passage_hits"])
+            value = float(evaluate(qrels, {"run": run}, [s["measure"]])["value"].iloc[0])
         if ctx.progress:
             print(f"{stage.name}: {s['measure']} {value:.4f} {settings.spec()}", file=sys.stderr, flush=True)
         return value
