@@ -23,12 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 import numpy as np
 
 from clirplug import boost
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _collection(data, config):

@@ -14,23 +14,21 @@ features and non-zeros of the P and M incidence matrices.
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 from clirplug.atomic import atomic_open
+from clirplug.boost import BoostModel, Collection, train, tune_beta
 from clirplug.corpus import read_corpus
 from clirplug.eval.measures import evaluate
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import write_run
 from clirplug.io.topics import read_topics, topic_field
-from clirplug.boost import BoostModel, Collection, train, tune_beta
 from clirplug.rerank.config import BETA_GRID, BoostConfig
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def main():

@@ -46,9 +46,6 @@ import time
 import tracemalloc
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 from clirplug.io.topics import read_topics
 from clirplug.mt.decoder import Decoder
 from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
@@ -58,6 +55,8 @@ from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import preprocess, preprocessor, split_sentences
 from clirplug.mt.tune import corpus_bleu
 from clirplug.resources import peak_rss_mb
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def percentile(values, q):

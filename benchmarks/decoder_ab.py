@@ -30,9 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 from decoder import (  # benchmarks/decoder.py: the same sentences, options and p90
     add_sample_options,
     dev_sentences,
@@ -45,6 +42,9 @@ from clirplug.mt.features import DEFAULT_WEIGHTS, read_weights
 from clirplug.mt.grammar import SourcePhrases, read_grammar
 from clirplug.mt.lm import LanguageModel
 from clirplug.mt.preprocess import preprocessor
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 # module -> (file in the repository, the imports of it rewritten in the reference copies)
 REFERENCE_FILES = {

@@ -6,9 +6,9 @@ Usage: nice .venv/bin/python benchmarks/executor_scaling.py --model DIR [--kind 
 Each (executor, jobs) translates the same topics with :func:`clirplug.experiment.planners.dt.translate_topics`
 (the topics dealt into ``jobs`` chunks, one task each; every task loads the model restricted to its
 topics). Each row reads the model through a fresh folder of symbolic links to its files, so that the
-translation cache (``cache/``) starts empty and every topic is decoded. Ray is started on this machine for each row with ``num_cpus = jobs`` and a 200 MB object
-store; its start-up is timed apart from the translation. Prints a markdown table and whether every
-row's 1-best translations equal the first row's.
+translation cache (``cache/``) starts empty and every topic is decoded. Ray is started on this machine for
+each row with ``num_cpus = jobs`` and a 200 MB object store; its start-up is timed apart from the translation.
+Prints a markdown table and whether every row's 1-best translations equal the first row's.
 """
 
 import argparse

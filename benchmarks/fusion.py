@@ -15,11 +15,7 @@ each input; RRF and CombMNZ (unweighted) for comparison.
 """
 
 import argparse
-import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from clirplug.eval.measures import ALL, evaluate
 from clirplug.eval.significance import randomization_test
@@ -33,6 +29,8 @@ from clirplug.fusion.tune import (
 )
 from clirplug.io.qrels import read_qrels
 from clirplug.io.runs import read_run, write_run
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def tuning_run(runs, name, field):

@@ -9,9 +9,10 @@ Usage::
 
 Each method is built through the registry (:func:`clirplug.api.compose`) from the collection's index and corpus,
 the model folder ``--model`` (loaded with the flat grammar, for the methods that need one) and ``--options``: a
-JSON file (``{field}`` in its name is replaced by the field measured) of each method's searcher arguments (``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt",
-"weights": "{model}/bowfd.bowfd.{field}.weights", "settings": {"field": "{field}"}}, "boost": {"model":
-"{model}/boost.boost.{field}.npz"}}``: ``{model}`` and ``{field}`` are replaced in every string); a searcher
+JSON file (``{field}`` in its name is replaced by the field measured) of each method's searcher arguments
+(``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt", "weights": "{model}/bowfd.bowfd.{field}.weights",
+"settings": {"field": "{field}"}}, "boost": {"model": "{model}/boost.boost.{field}.npz"}}``: ``{model}`` and
+``{field}`` are replaced in every string); a searcher
 that reads queries by ``field`` reads the field measured. The experiment writes the models named there in the
 model folder. Each (collection, method, field) runs in a fresh spawned process,
 which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
@@ -100,6 +101,17 @@ def index_mb(index) -> tuple[float, float]:
     return folder_mb(index) - cached, cached
 
 
+def read_options(pattern, field) -> dict:
+    """The searcher arguments of ``--options`` for ``field``; a one-line exit when the file is missing or not JSON."""
+    path = Path(pattern.format(field=field))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SystemExit(f"--options {pattern}: {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"--options {pattern}: {path}: line {error.lineno}: {error.msg}") from None
+
+
 def pairs(values, what):
     result = {}
     for value in values:
@@ -127,6 +139,7 @@ def main():
     if args.baseline is not None and args.baseline not in args.methods:
         raise SystemExit(f"--baseline {args.baseline}: not one of --methods")
     indexes, corpora = pairs(args.index, "index"), pairs(args.corpus, "corpus")
+    options = {field: read_options(args.options, field) if args.options else {} for field in args.fields}
     context = multiprocessing.get_context("spawn")
     sizes = {}
     for name, index in indexes.items():
@@ -136,8 +149,7 @@ def main():
     for method in args.methods:
         for field in args.fields:
             for name, index in indexes.items():
-                options = json.loads(Path(args.options.format(field=field)).read_text()) if args.options else {}
-                task = (method, field, index, corpora.get(name), args.model, options, args.topics, args.limit,
+                task = (method, field, index, corpora.get(name), args.model, options[field], args.topics, args.limit,
                         args.k, not args.decode)
                 with context.Pool(1, maxtasksperchild=1) as pool:
                     results[method, field, name] = pool.apply(measure, (task,))
