@@ -161,9 +161,9 @@ def systems_stage(stage: Stage, ctx) -> dict:
     for file, system in systems.items():
         write_system(config.run_dir / file, {**system, "root": root_of(config.run_dir / file, config.root)})
     recommended, qrels = {}, read_qrels(stage.inputs[0]) if stage.inputs else None
+    by_file = {run.outputs[0]: run for run in runs}
     for fld, names in s["compared"].items():
-        stages = {name: next(run for run in runs if run.outputs[0] == run_file(config, config.splits[0], fld, name))
-                  for name in names}
+        stages = {name: by_file[run_file(config, config.splits[0], fld, name)] for name in names}
         files = {name: system_path(stages[name].outputs[0]).name for name in names}
         values = {name: _tune_value(config, fld, systems[files[name]], stages[name], systems, qrels) for name in names}
         best = min(names, key=lambda name: (-round(values[name], DECIMALS), *_cost(files[name], systems), name))
