@@ -13,8 +13,7 @@
  *     (vpmaddwd) by a 6-token x 16-row micro-kernel, scaled to float once per output;
  *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass,
  *     exp 8 at a time, the values weighted for two queries a pass and divided by the softmax sum at the end;
- *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7), on the FFN's first
- *     matmul's outputs before they are stored.
+ *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7).
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
  *   - mmap a single packed 4-bit model file (see convert.py)
@@ -191,13 +190,10 @@ static void quantize_rows16(const float *RESTRICT X, int L, int Lpad, int nin, i
     for (int t = L; t < Lpad; t++) s[t] = 0.f;
 }
 
-static inline __m256 gelu8(__m256 x);
-
-/* acc[MR][NR] int32 = A[MR rows, nin] . panel, then Y rows = acc * (s_t * s_r) + bias, or GELU of it if gelu_out,
- * rows t < L stored. */
+/* acc[MR][NR] int32 = A[MR rows, nin] . panel, then Y rows = acc * (s_t * s_r) + bias, rows t < L stored. */
 static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT panel, int nin, int npair,
                               const float *RESTRICT st, const float *RESTRICT sr, const float *RESTRICT bias,
-                              float *RESTRICT y, size_t ystride, int rows, int cols, int gelu_out) {
+                              float *RESTRICT y, size_t ystride, int rows, int cols) {
     __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
             c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const int32_t *a0 = (const int32_t *)a, *a1 = (const int32_t *)(a + nin), *a2 = (const int32_t *)(a + 2 * (size_t)nin),
@@ -227,7 +223,6 @@ static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT
         __m256 ts = _mm256_set1_ps(st[i]);
         __m256 y0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][0]), _mm256_mul_ps(ts, s0)), b0);
         __m256 y1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][1]), _mm256_mul_ps(ts, s1)), b1);
-        if (gelu_out) { y0 = gelu8(y0); y1 = gelu8(y1); }
         float *yi = y + (size_t)i * ystride;
         if (cols == NR) { _mm256_storeu_ps(yi, y0); _mm256_storeu_ps(yi + 8, y1); }
         else {
@@ -238,10 +233,8 @@ static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT
     }
 }
 
-/* Y[L, nout] = X W^T + bias, or GELU of it if gelu_out, with X quantized by quantize_rows16 (aq: L rounded up to
- * MR rows). */
-static void matmul_q16_act(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L,
-                           int gelu_out) {
+/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to MR rows). */
+static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
     int nout = W->nout, nin = W->nin, npair = nin / 2;
     int Lpad = (L + MR - 1) / MR * MR;
     float biaspad[NR];
@@ -258,15 +251,10 @@ static void matmul_q16_act(const qmat *W, const float *bias, const int16_t *aq, 
                 int rows = L - t < MR ? L - t : MR;
                 if (rows <= 0) break;
                 micro_6x16(aq + (size_t)t * nin, panel, nin, npair, st + t, W->scale + r0, b,
-                           Y + (size_t)t * nout + r0, (size_t)nout, rows, cols, gelu_out);
+                           Y + (size_t)t * nout + r0, (size_t)nout, rows, cols);
             }
         }
     }
-}
-
-/* Y[L, nout] = X W^T + bias (matmul_q16_act without GELU). */
-static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
-    matmul_q16_act(W, bias, aq, st, Y, L, 0);
 }
 #undef NR
 
@@ -470,6 +458,11 @@ static inline __m256 gelu8(__m256 x) {
     __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
     __m256 onep = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.f), erfc), erfc, neg);
     return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), onep);
+}
+
+/* GELU in place over n floats, n a multiple of 8. */
+static void gelu(float *x, size_t n) {
+    for (size_t i = 0; i < n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i)));
 }
 
 /* ============================== model ================================== */
@@ -722,7 +715,8 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         QUANT(ctx, H); MAT(ly->ao, ly->aob, ao);
         add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
 
-        QUANT(x, H); matmul_q16_act(&ly->fi, ly->fib, aq, as, mid, T, 1);   /* mid = GELU(x W_fi^T + b) */
+        QUANT(x, H); MAT(ly->fi, ly->fib, mid);
+        gelu(mid, (size_t)T * FF);
         QUANT(mid, FF); MAT(ly->fo, ly->fob, fo);
         add_layernorm(x, fo, ly->oln_w, ly->oln_b, T, H, m->eps);   /* x = LN(x+ffn) */
     }
