@@ -309,20 +309,21 @@ static inline __m256 exp8(__m256 x) {
     return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
-/* For the nq <= 4 queries qh[i] (hd floats each), prob[i][0..n32) = exp(scale <qh[i], k_s> - max_s) over a
- * segment's n keys, transposed in kt (hd rows of n32 floats, n32 a multiple of 16, zero-padded), 0 for the padding
- * keys, and inv[i] = 1 / the sum of the n exponentials (softmax's normalizer, applied to the weighted values).
- * The scores are computed for 4 queries and 16 keys a pass, each summing its hd products in order. */
-static void softmax4(const float *const qh[4], int nq, const float *RESTRICT kt, int n, int n32, int hd, float scale,
+/* For the nq <= 4 queries qh[i] (hd floats each), prob[i][0..n) = exp(scale <qh[i], k_s> - max_s) over a
+ * segment's n keys, transposed in kt (hd rows of n16 floats, n16 = n rounded up to a multiple of 16, zero-padded),
+ * and inv[i] = 1 / the sum of the n exponentials (softmax's normalizer, applied to the weighted values). The scores
+ * are computed for 4 queries and 16 keys a pass, each summing its hd products in order; the exponentials 8 keys a
+ * pass up to n rounded up to 8 (a padding key's is +0, which adds nothing to the sum). */
+static void softmax4(const float *const qh[4], int nq, const float *RESTRICT kt, int n, int n16, int hd, float scale,
                      float *const prob[4], float inv[4]) {
     const __m256 lanes = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), vscale = _mm256_set1_ps(scale);
     const float *q0 = qh[0], *q1 = qh[nq > 1 ? 1 : 0], *q2 = qh[nq > 2 ? 2 : 0], *q3 = qh[nq > 3 ? 3 : 0];
     __m256 vmx[4];
     for (int i = 0; i < 4; i++) vmx[i] = _mm256_set1_ps(-1e30f);
-    for (int s = 0; s < n32; s += 16) {
+    for (int s = 0; s < n16; s += 16) {
         __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
         for (int e = 0; e < hd; e++) {
-            __m256 k0 = _mm256_loadu_ps(kt + (size_t)e * n32 + s), k1 = _mm256_loadu_ps(kt + (size_t)e * n32 + s + 8), b;
+            __m256 k0 = _mm256_loadu_ps(kt + (size_t)e * n16 + s), k1 = _mm256_loadu_ps(kt + (size_t)e * n16 + s + 8), b;
             b = _mm256_broadcast_ss(q0 + e); a00 = _mm256_fmadd_ps(b, k0, a00); a01 = _mm256_fmadd_ps(b, k1, a01);
             b = _mm256_broadcast_ss(q1 + e); a10 = _mm256_fmadd_ps(b, k0, a10); a11 = _mm256_fmadd_ps(b, k1, a11);
             b = _mm256_broadcast_ss(q2 + e); a20 = _mm256_fmadd_ps(b, k0, a20); a21 = _mm256_fmadd_ps(b, k1, a21);
@@ -340,7 +341,7 @@ static void softmax4(const float *const qh[4], int nq, const float *RESTRICT kt,
     }
     for (int i = 0; i < nq; i++) {
         __m256 mx = _mm256_set1_ps(hmax256(vmx[i])), sum = _mm256_setzero_ps();
-        for (int s = 0; s < n32; s += 8) {
+        for (int s = 0; s < n; s += 8) {
             __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob[i] + s), mx));
             _mm256_storeu_ps(prob[i] + s, p);
             sum = _mm256_add_ps(sum, p);
@@ -370,35 +371,63 @@ static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1,
     }
 }
 
+/* The 8x8 floats r[0..8) transposed in place (r[i][j] becomes r[j][i]). */
+static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* kt[e][s] = k_s[e] for a segment's n keys (rows `stride` floats apart, hd floats each, hd a multiple of 8): hd
+ * rows of n16 floats (n16 a multiple of 8), the padding keys n..n16 zero; 8 keys x 8 dimensions a pass. */
+static void transpose_keys(const float *RESTRICT k, size_t stride, int n, int n16, int hd, float *RESTRICT kt) {
+    for (int s = 0; s < n16; s += 8)
+        for (int e = 0; e < hd; e += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = s + i < n ? _mm256_loadu_ps(k + (size_t)(s + i) * stride + e) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(kt + (size_t)(e + i) * n16 + s, r[i]);
+        }
+}
+
 /* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own tokens, one (segment, head) at a
- * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 32 keys); the scores are
+ * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 16 keys); the scores are
  * computed for 4 queries at a time, and the values weighted for two queries a pass, 32 of the head's dimensions in
  * registers. hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
     float scale = inv_sqrt((float)hd);
-    int maxp32 = (maxp + 31) / 32 * 32;
+    int maxp16 = (maxp + 15) / 16 * 16;
 #pragma omp parallel
     {
-        float *probs = (float *)malloc(sizeof(float) * 4 * (size_t)maxp32);
-        float *kt = (float *)malloc(sizeof(float) * (size_t)maxp32 * hd);
+        float *probs = (float *)malloc(sizeof(float) * 4 * (size_t)maxp16);
+        float *kt = (float *)malloc(sizeof(float) * (size_t)maxp16 * hd);
         float spare[32];
-        float *prob[4] = {probs, probs + maxp32, probs + 2 * (size_t)maxp32, probs + 3 * (size_t)maxp32};
+        float *prob[4] = {probs, probs + maxp16, probs + 2 * (size_t)maxp16, probs + 3 * (size_t)maxp16};
 #pragma omp for collapse(2) schedule(dynamic)
         for (int sg = 0; sg < nseg; sg++)
             for (int h = 0; h < NH; h++) {
-                int s0 = segoff[sg], n = segoff[sg + 1] - s0, n32 = (n + 31) / 32 * 32;
-                for (int e = 0; e < hd; e++) {
-                    float *row = kt + (size_t)e * n32;
-                    for (int s = 0; s < n; s++) row[s] = k[(size_t)(s0 + s) * H + h * hd + e];
-                    for (int s = n; s < n32; s++) row[s] = 0.f;
-                }
+                int s0 = segoff[sg], n = segoff[sg + 1] - s0, n16 = (n + 15) / 16 * 16;
+                transpose_keys(k + (size_t)s0 * H + h * hd, (size_t)H, n, n16, hd, kt);
                 for (int t = s0; t < s0 + n; t += 4) {
                     int nq = s0 + n - t < 4 ? s0 + n - t : 4;
                     const float *qh[4];
                     float inv[4];
                     for (int i = 0; i < 4; i++) qh[i] = q + (size_t)(t + (i < nq ? i : 0)) * H + h * hd;
-                    softmax4(qh, nq, kt, n, n32, hd, scale, prob, inv);
+                    softmax4(qh, nq, kt, n, n16, hd, scale, prob, inv);
                     for (int i = 0; i < nq; i += 2) {
                         int pair = i + 1 < nq;
                         for (int e = 0; e < hd; e += 32)
@@ -495,13 +524,16 @@ static float   rd_f32(cur *c){ float v; memcpy(&v,c->p,4); c->p+=4; return v; }
 static uint16_t rd_u16(cur *c){ uint16_t v; memcpy(&v,c->p,2); c->p+=2; return v; }
 
 /* ----------------------------- tokenizer ------------------------------ */
-static uint64_t fnv1a(const char *s, int n) {
-    uint64_t h = 1469598103934665603ULL;
+#define FNV_OFFSET 1469598103934665603ULL
+/* FNV-1a hash h of some bytes extended by the n bytes at s. */
+static uint64_t fnv1a_more(uint64_t h, const char *s, int n) {
     for (int i = 0; i < n; i++) { h ^= (uint8_t)s[i]; h *= 1099511628211ULL; }
     return h;
 }
-static int tok_lookup(const tokenizer *t, const char *s, int n) {
-    uint32_t i = (uint32_t)(fnv1a(s, n) & t->ht_mask);
+static uint64_t fnv1a(const char *s, int n) { return fnv1a_more(FNV_OFFSET, s, n); }
+/* The piece of the n bytes at s, whose hash is fnv1a(s, n), or -1. */
+static int tok_lookup(const tokenizer *t, const char *s, int n, uint64_t hash) {
+    uint32_t i = (uint32_t)(hash & t->ht_mask);
     for (;;) {
         int v = t->ht[i];
         if (v == 0) return -1;
@@ -602,11 +634,13 @@ static int tok_content(const tokenizer *t, const char *text,
     for (int i = 0; i < n; i++) {
         if (best[i] <= -1e29f) continue;
         int bi = cs[i];
+        uint64_t hash = FNV_OFFSET;   /* of the bytes from bi to the last piece end tried */
         /* try every piece length in chars while byte span fits */
         for (int e = i + 1; e <= n; e++) {
             int len = cs[e] - bi;
             if (len > t->max_piece_bytes) break;
-            int idx = tok_lookup(t, buf + bi, len);
+            hash = fnv1a_more(hash, buf + cs[e - 1], cs[e] - cs[e - 1]);
+            int idx = tok_lookup(t, buf + bi, len, hash);
             if (idx >= 0 && idx != t->unk) {
                 float sc = best[i] + t->scores[idx];
                 if (sc > best[e]) { best[e] = sc; bp[e] = idx; bf[e] = i; }
