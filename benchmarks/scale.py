@@ -12,10 +12,9 @@ the model folder ``--model`` (loaded with the flat grammar, for the methods that
 JSON file (``{field}`` in its name is replaced by the field measured) of each method's searcher arguments
 (``{"psq": {"settings": "..."}, "bowfd": {"first_stage": "dt", "weights": "{model}/bowfd.bowfd.{field}.weights",
 "settings": {"field": "{field}"}}, "boost": {"model": "{model}/boost.boost.{field}.npz"}}``: ``{model}`` and
-``{field}`` are replaced in every string); a searcher
-that reads queries by ``field`` reads the field measured. The experiment writes the models named there in the
-model folder. Each (collection, method, field) runs in a fresh spawned process,
-which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
+``{field}`` are replaced in every string); a searcher that reads queries by ``field`` reads the field measured.
+The experiment writes the models named there in the model folder. Each (collection, method, field) runs in a
+fresh spawned process, which loads its searcher and answers the first topic once (both timed apart: a searcher reads some
 data on first use, e.g. PSQ the document vectors), then searches the first ``--limit`` topics one at a time
 through the Python API (``searcher.search(query, k)``, ``--k`` 1000 by default), timing each query's wall clock;
 the process's peak resident memory (Python, the JVM and the models) is read at its end.
