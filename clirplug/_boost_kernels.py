@@ -3,21 +3,13 @@
 Each kernel reproduces its reference bit for bit (tested against it): integer hashing is exact,
 and the floating-point sums add the same terms in the same order. Exponentials, logarithms and
 the pairwise sums of numpy stay in numpy, whose results may differ from LLVM's in the last bit.
-Compiled machine code is cached beside this file (or in numba's user-wide cache), so that worker
-processes load it instead of compiling again.
+Compiled machine code is cached (:func:`clirplug.compiled.compiled`).
 """
 
 import numba
 import numpy as np
 
-
-def _compiled(function):
-    """``numba.njit``, its machine code cached on disk when a cache folder is writable (else compiled per process)."""
-    try:
-        return numba.njit(cache=True)(function)
-    except RuntimeError:  # numba finds no writable cache folder
-        return numba.njit(function)
-
+from clirplug.compiled import compiled
 
 _M32 = np.uint64(0xFFFFFFFF)
 _C1, _C2 = np.uint64(0xCC9E2D51), np.uint64(0x1B873593)
@@ -52,7 +44,7 @@ def _bucket(source, target, seed, mask):
     return _finish(_mix(np.uint64(seed), np.uint64(source)), target, mask)
 
 
-@_compiled
+@compiled
 def buckets(source, target, seed, mask):
     """``boost.buckets(source[:, None], target[None, :])``: the bucket of each pair, sources x targets."""
     out = np.empty((len(source), len(target)), np.int64)
@@ -83,7 +75,7 @@ def _maybe(words, low_mask, bucket):
     return (words[bit >> 6] & (np.uint64(1) << np.uint64(bit & 63))) != np.uint64(0)
 
 
-@_compiled
+@compiled
 def term_sums(source, target, seed, mask, features, weights):
     """Per target hash: the sum over ``source`` of the weight of bucket(s, t) (0 without one), added in source
     order. A bit set over the low bits of ``features`` (``_low_bits``) rules out most pairs before the binary
@@ -106,7 +98,7 @@ def term_sums(source, target, seed, mask, features, weights):
     return out
 
 
-@_compiled
+@compiled
 def triple_keys(q, pos, neg, query_indptr, query_hashes, gram_indptr, grams, target_hashes, seed, mask, row_bits):
     """``bucket << row_bits | triple`` of each pair of ``S(q) x (T(d+) - T(d-))`` (P) and ``S(q) x (T(d-) - T(d+))``
     (M) of each triple, unsorted. Documents' n-gram ids (``grams``, CSR by ``gram_indptr``) are sorted."""
@@ -153,7 +145,7 @@ def triple_keys(q, pos, neg, query_indptr, query_hashes, gram_indptr, grams, tar
     return plus, minus
 
 
-@_compiled
+@compiled
 def block_starts(indptr, indices, n_columns, block):
     """Where each row of a CSR matrix (sorted columns) enters each block of ``block`` columns: rows x (blocks + 1)."""
     n_blocks = max((n_columns + block - 1) // block, 1)
@@ -176,7 +168,7 @@ def _add(starts, indices, data, row, b, change, totals, w_plus, w_minus, criteri
         criterion[column] = abs(np.sqrt(max(w_plus[column], 0.0)) - np.sqrt(max(w_minus[column], 0.0)))
 
 
-@_compiled
+@compiled
 def add_rows(plus, minus, rows, delta, w_plus, w_minus, criterion):
     """``W+[column] += P[row, column] * delta[k]`` over the entries of each row ``rows[k]`` of P, in row order, and
     the same for M and ``W-`` (``numpy.add.at`` over the gathered rows), with the criterion
@@ -203,7 +195,7 @@ def _bucket_end(keys, start, bucket, row_bits):
     return end, distinct
 
 
-@_compiled
+@compiled
 def kept_buckets(plus, minus, row_bits, min_triples, out):
     """The buckets of the sorted ``bucket << row_bits | row`` keys ``plus`` and ``minus`` found in at least
     ``min_triples`` rows of the two together (a row of each counted separately), ascending: their number,
@@ -221,7 +213,7 @@ def kept_buckets(plus, minus, row_bits, min_triples, out):
     return n
 
 
-@_compiled
+@compiled
 def csr_of_keys(keys, features, row_bits, n_rows):
     """CSR arrays (indptr, column indices, counts) of triples x ``features`` from sorted ``bucket << row_bits | row``
     keys: entry (row, column of bucket) counts the key's copies; buckets not in ``features`` are left out."""
@@ -253,7 +245,7 @@ def csr_of_keys(keys, features, row_bits, n_rows):
     return indptr, indices, data
 
 
-@_compiled
+@compiled
 def pair_census(source_hashes, source_ptr, source_queries, target_ptr, targets, target_counts, target_hashes,
                 seed, bits, model_buckets, n_target):
     """Distinct n-gram pairs of training (query, documents): source s (hash ``source_hashes[s]``) pairs with every

@@ -337,9 +337,14 @@ def load_embeddings(folder) -> tuple[np.ndarray, list[str]]:
 def cosines(embeddings: np.ndarray, vector: np.ndarray, rows: int = 4096) -> np.ndarray:
     """``embeddings @ vector`` as float32, the same on every processor: the products in float64 (exact for
     float32 factors), summed by halving the columns (a fixed order, unlike BLAS, whose kernels sum in the order
-    of the processor's instruction set), then rounded."""
+    of the processor's instruction set), then rounded. Compiled (:mod:`clirplug._dense_kernels`) where numba is
+    installed, else ``rows`` rows at a time in numpy: the same bits."""
     out = np.empty(len(embeddings), dtype=np.float32)
     factor = np.asarray(vector, dtype=np.float64)
+    kernels = _kernels()
+    if kernels is not None:
+        kernels.cosines(np.asarray(embeddings, dtype=np.float32), factor, out)
+        return out
     for start in range(0, len(embeddings), rows):
         terms = embeddings[start:start + rows].astype(np.float64) * factor
         while terms.shape[1] > 1:
@@ -349,6 +354,15 @@ def cosines(embeddings: np.ndarray, vector: np.ndarray, rows: int = 4096) -> np.
             terms = head
         out[start:start + rows] = terms[:, 0]
     return out
+
+
+def _kernels():
+    """The compiled kernel (:mod:`clirplug._dense_kernels`), or None without numba: then numpy sums."""
+    try:
+        from clirplug import _dense_kernels
+    except ImportError:
+        return None
+    return _dense_kernels
 
 
 def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:

@@ -109,7 +109,7 @@ def test_the_table_is_read_as_written(table):
                                                "engines and formats"]
     methods = next(row for row in table if row["layer"] == "methods")
     assert methods["entries"] == [("qt/",), ("rerank/",), ("boost.py", "_boost_kernels.py"), ("fusion/",),
-                                  ("dense.py",)]
+                                  ("dense.py", "_dense_kernels.py")]
     assert methods["may"] == {"models", "engines and formats"}
     assert table[0]["may"] == {"registry", "training steps", "methods", "models", "engines and formats"}
     assert table[0]["front"]["serve/"] == {"api.py"} and table[0]["front"]["cli/"] is None
