@@ -10,6 +10,7 @@ scored on the union of the parts' runs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -80,18 +81,33 @@ class TuningAP:
         As from :func:`clirplug.io.qrels.read_qrels`; its queries are those averaged.
     hits : int
         The depth of a run.
+    max_passage_hits : int, optional
+        For an index of passages judged as pages: the ``hits`` passages of a query are scored as the pages of
+        :func:`clirplug.passages.max_passage` (each by its best passage, at most ``max_passage_hits`` of them),
+        the pages are evaluated.
     """
 
-    def __init__(self, scorer, qrels, hits: int):
+    def __init__(self, scorer, qrels, hits: int, max_passage_hits: int | None = None):
         import numpy as np
+        import pandas as pd
 
         from clirplug.eval.measures import parse_measures
+        from clirplug.passages import page_id
 
-        self.scorer, self.hits = scorer, hits
+        self.scorer, self.hits, self.max_passage_hits = scorer, hits, max_passage_hits
         self.qids = sorted(set(qrels["qid"]))
         judged = qrels[qrels["relevance"] >= 1]
         self.num_relevant = judged.groupby("qid").size().to_dict()
-        self.relevant = {qid: np.array(sorted(_indexed(scorer.index, docids)), dtype=np.int64)
+        if max_passage_hits is None:
+            numbers = functools.partial(_indexed, scorer.index)
+        else:  # each passage's page, numbered; the pages' docid order, as scorer.trec_eval_order's
+            codes, pages = pd.factorize(np.array([page_id(p) for p in scorer.index.docids.tolist()], dtype=object))
+            self._page, self._page_rank = codes, np.argsort(np.argsort(pages.astype(str), kind="stable"))
+            page_numbers = {page: number for number, page in enumerate(pages.tolist())}
+
+            def numbers(docids):  # a judged page without passages is never retrieved
+                return [page_numbers[docid] for docid in docids if docid in page_numbers]
+        self.relevant = {qid: np.array(sorted(numbers(docids)), dtype=np.int64)
                          for qid, docids in judged.groupby("qid")["docid"]}
         self.measure = parse_measures(["MAP"])[0]
         self._memo: dict[tuple[str, bytes], float] = {}
@@ -115,7 +131,15 @@ class TuningAP:
             return 0.0
         scorer = self.scorer
         docs, scores = scorer.ranking(*scorer.score(scorer.expressions(query)), self.hits)
-        found = np.isin(docs, relevant)[scorer.trec_eval_order(docs, scores)]
+        if self.max_passage_hits is None:
+            order = scorer.trec_eval_order(docs, scores)
+        else:  # a page's first passage in the ranking is its best; the pages ranked as max_passage ranks them
+            docs, first = np.unique(self._page[docs], return_index=True)
+            scores = scores[first]
+            kept = np.lexsort((self._page_rank[docs], -scores))[:self.max_passage_hits]
+            docs, scores = docs[kept], scores[kept]
+            order = np.lexsort((-self._page_rank[docs], -scores))
+        found = np.isin(docs, relevant)[order]
         return trec_average_precision(np.zeros(len(docs), np.int64), found, {0: self.num_relevant[qid]}).get(0, 0.0)
 
     def mean(self, queries: dict[str, list[dict[str, float]]]) -> float:

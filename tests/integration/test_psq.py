@@ -286,3 +286,41 @@ def test_tuning_ap_equals_evaluate(tmp_path):
         assert tuning.mean(queries) == expected["all"]  # the second time from the memo
         fewer = {qid: query for qid, query in queries.items() if qid != "q1"}
         assert tuning.mean(fewer) == evaluate(qrels, {"run": run[run["qid"] != "q1"]}, ["MAP"])["value"].iloc[0]
+
+
+def test_tuning_ap_of_passages_equals_evaluate_of_their_pages(tmp_path):
+    """On passages, the tuning stage's AP (``TuningAP`` with ``max_passage_hits``) equals ``evaluate``'s of the PSQ
+    passage run scored as pages (``max_passage``) bit for bit: passages tied within a page and pages tied with each
+    other, passage and page depths cut, a judged page without passages."""
+    import pandas as pd
+
+    from clirplug.eval.measures import evaluate
+    from clirplug.lucene.index import build_index
+    from clirplug.passages import max_passage
+    from clirplug.qt.psq import psq_search
+    from clirplug.qt.psq_tune import TuningAP
+
+    passages = []
+    for doc in TINY_DOCS:
+        words = doc["contents"].split()
+        halves = [" ".join(words[:len(words) // 2]), " ".join(words[len(words) // 2:])]
+        for page in (doc["id"], doc["id"] + "b"):  # page "x.1b" repeats page "x.1": tied pages
+            passages += [{"id": f"{page}#{n}", "title": doc["title"], "contents": text}
+                         for n, text in enumerate([*halves, halves[0]], 1)]  # passage 3 repeats passage 1
+    build_index(write_jsonl(tmp_path / "passages.jsonl", passages), tmp_path / "index", language="en",
+                progress=False)
+    scorer = PsqScorer(tmp_path / "index")
+    rng = np.random.default_rng(4)
+    words = ["files", "directory", "copy", "print", "standard output", "remove", "patterns", "xyzzy", "source file"]
+    queries = {f"q{i}": [{str(w): float(p) for w, p in zip(rng.choice(words, 3, replace=False), rng.dirichlet([1] * 3))}
+                         for _ in range(rng.integers(1, 4))] for i in range(30)}
+    pages = sorted({p["id"].partition("#")[0] for p in passages}) + ["gone.1"]
+    qrels = pd.DataFrame([(qid, docid, int(rng.integers(0, 3))) for qid in queries
+                          for docid in rng.choice(pages, 5, replace=False)], columns=["qid", "docid", "relevance"])
+    for hits, page_hits in ((3, 2), (7, 5), (1000, 3), (1000, 1000)):
+        tuning = TuningAP(scorer, qrels, hits, page_hits)
+        run = max_passage(psq_search(scorer, queries, hits=hits, progress=False), page_hits)
+        expected = evaluate(qrels, {"run": run}, ["MAP"], per_query=True).set_index("qid")["value"]
+        assert [tuning.average_precision(qid, query) for qid, query in queries.items()] == \
+            [expected.get(qid, 0.0) for qid in queries]
+        assert tuning.mean(queries) == expected["all"] > 0

@@ -101,9 +101,9 @@ def psq_tune_stage(stage: Stage, ctx: Context) -> dict:
     scorer = _psq_scorer(ctx, s)
     builders = [_psq_builders(ctx, p["model"], s["kind"], p["topics"], s["lang"]) for p in s["parts"]]
     started = time.perf_counter()
-    # MAP of the documents themselves: each topic's AP, a query searched and evaluated once over the grid
-    by_topic = TuningAP(scorer, qrels, s["hits"]) \
-        if is_trec_ap(parse_measures([s["measure"]])[0]) and "max_passage_hits" not in s else None
+    # MAP: each topic's AP, a query searched and evaluated once over the grid (passages: as their pages)
+    by_topic = TuningAP(scorer, qrels, s["hits"], s.get("max_passage_hits")) \
+        if is_trec_ap(parse_measures([s["measure"]])[0]) else None
 
     def measure(settings):
         if by_topic is not None:
