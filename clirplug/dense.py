@@ -274,17 +274,20 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
         return folder
     if words < 0:
         raise ClirplugError(f"--words must be at least 0, got {words}")
-    docs = list(read_corpus(corpus))
-    if not docs:
-        raise ClirplugError(f"{corpus}: the corpus holds no documents")
     check_encoder(encoder)
-    bounds = [(start, min(start + chunk, len(docs))) for start in range(0, len(docs), chunk)]
+    docids, texts = [], []
+    for doc in read_corpus(corpus):  # the texts embedded, not the documents' whole contents
+        docids.append(doc.id)
+        texts.append(passage_text(doc, words))
+    if not docids:
+        raise ClirplugError(f"{corpus}: the corpus holds no documents")
+    bounds = [(start, min(start + chunk, len(docids))) for start in range(0, len(docids), chunk)]
     todo = [(start, stop) for start, stop in bounds if not _chunk_file(folder, start, stop).is_file()]
-    tasks = [(_chunk_file(folder, start, stop), [passage_text(doc, words) for doc in docs[start:stop]])
-             for start, stop in todo]
-    done = len(docs) - sum(stop - start for start, stop in todo)
+    tasks = [(_chunk_file(folder, start, stop), texts[start:stop]) for start, stop in todo]
+    del texts  # the chunks to embed hold theirs
+    done = len(docids) - sum(stop - start for start, stop in todo)
     settings = workers if isinstance(workers, ExecutorSettings) else ExecutorSettings(jobs=workers)
-    with tqdm(total=len(docs), initial=done, desc="embedding documents", unit=" docs", disable=not progress,
+    with tqdm(total=len(docids), initial=done, desc="embedding documents", unit=" docs", disable=not progress,
               file=sys.stderr) as bar:
         if settings.jobs > 1 and len(tasks) > 1:
             with make_executor(settings, initializer=_load_worker_model, initargs=(encoder,)) as executor:
@@ -297,7 +300,7 @@ def embed_corpus(corpus, folder, words: int = DEFAULT_WORDS, model=None, chunk: 
     _save(folder / EMBEDDINGS, np.concatenate([read_arrays(_chunk_file(folder, *b), "embeddings") for b in bounds]))
     with atomic_open(folder / DOCIDS) as handle:
         json.dump({"model": model_id(encoder), "words": words, "corpus_sha256": corpus_digest(corpus),
-                   "docids": [doc.id for doc in docs]}, handle, ensure_ascii=False)
+                   "docids": docids}, handle, ensure_ascii=False)
         handle.write("\n")
     shutil.rmtree(folder / "chunks")
     return folder
