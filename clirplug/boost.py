@@ -29,6 +29,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from clirplug.compiled import kernels
 from clirplug.errors import ClirplugError
 from clirplug.executor import make_executor
 from clirplug.rerank.config import BoostConfig
@@ -80,11 +81,7 @@ def buckets(source, target, bits, seed=0):
 
 def _kernels():
     """The compiled kernels (:mod:`clirplug._boost_kernels`), or None without numba: then the numpy code runs."""
-    try:
-        from clirplug import _boost_kernels
-    except ImportError:
-        return None
-    return _boost_kernels
+    return kernels("clirplug._boost_kernels")
 
 
 def cross_buckets(source, target, bits, seed=0):

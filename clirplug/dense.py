@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from clirplug.atomic import atomic_open
+from clirplug.compiled import kernels
 from clirplug.corpus import Document, corpus_files, read_corpus
 from clirplug.digest import file_digest, update_digest
 from clirplug.encoders import DEFAULT_ENCODER, check_encoder
@@ -361,11 +362,7 @@ def cosines(embeddings: np.ndarray, vector: np.ndarray, rows: int = 4096) -> np.
 
 def _kernels():
     """The compiled kernel (:mod:`clirplug._dense_kernels`), or None without numba: then numpy sums."""
-    try:
-        from clirplug import _dense_kernels
-    except ImportError:
-        return None
-    return _dense_kernels
+    return kernels("clirplug._dense_kernels")
 
 
 def top_hits(scores: np.ndarray, tiebreak: np.ndarray, hits: int) -> np.ndarray:

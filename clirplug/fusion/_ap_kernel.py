@@ -9,10 +9,11 @@ and those of the numpy reference that runs without numba (:func:`clirplug.fusion
 """
 
 import numpy as np
-from numba import njit
+
+from clirplug.compiled import compiled
 
 
-@njit(cache=True)
+@compiled
 def average_precisions(scores, starts, relevant_rows, relevant_starts, depth, num_relevant):
     """AP of each query block ``starts[q]:starts[q + 1]`` of ``scores`` (rows in docid order within a block).
 

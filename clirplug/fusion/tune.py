@@ -1,5 +1,6 @@
 """Choose the fusion weight kappa of two runs by a grid on training queries (Sokolov et al. 2013, Figures 1-3)."""
 
+from clirplug.compiled import kernels
 from clirplug.errors import ClirplugError
 
 KAPPA_STEP = 0.05  # the default step of the kappa grid (``fusion.grid_step``, ``fuse --grid-step``)
@@ -114,11 +115,7 @@ def average_precisions(scores, starts, relevant, depth, num_relevant):
 
 def _ap_kernel():
     """The compiled AP (:mod:`clirplug.fusion._ap_kernel`), or None without numba: then numpy sorts each kappa's run."""
-    try:
-        from clirplug.fusion import _ap_kernel
-    except ImportError:
-        return None
-    return _ap_kernel
+    return kernels("clirplug.fusion._ap_kernel")
 
 
 def _sorted_average_precisions(scores, starts, relevant, depth, num_relevant):

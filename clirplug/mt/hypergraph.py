@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 
 from clirplug.atomic import atomic_open
+from clirplug.compiled import kernels
 from clirplug.errors import ClirplugError
 from clirplug.mt.semiring import LOG, TROPICAL, Semiring
 
@@ -769,11 +770,7 @@ def gc_paused():
 
 def _linear_kernel():
     """The module :mod:`clirplug.mt.viterbi_kernel`, or None without numba: then :meth:`ViterbiPlan.linear` runs in numpy."""
-    try:
-        from clirplug.mt import viterbi_kernel
-    except ImportError:
-        return None
-    return viterbi_kernel
+    return kernels("clirplug.mt.viterbi_kernel")
 
 
 def build_tree(root, expand):

@@ -6,11 +6,13 @@ order, row by row, without the per-level overhead that dominates when there are 
 (BOW-FD training scores two documents per step). Only sums and maxima occur: no rounding differs.
 """
 
+import numba
 import numpy as np
-from numba import njit
+
+from clirplug.compiled import compiled
 
 
-@njit(cache=True, inline="always")
+@numba.njit(inline="always")
 def _row_product(out, indptr, indices, data, row, matrix):
     """``out = Σ_j data[j] matrix[indices[j]]`` over the CSR row ``row``, summed from zero in CSR order."""
     out[:] = 0
@@ -20,7 +22,7 @@ def _row_product(out, indptr, indices, data, row, matrix):
             out[d] += coefficient * matrix[column, d]
 
 
-@njit(cache=True)
+@compiled
 def linear_viterbi(base, f_indptr, f_indices, f_data, t_indptr, t_indices, t_data, adds_tails, first_rank,
                    row_node, num_nodes, goal, weights, keep_best):
     """Viterbi scores of the columns of ``weights`` (``T × D``) and, with ``keep_best``, each node's best row.
