@@ -236,12 +236,25 @@ def corpus_digest(corpus) -> str:
     return digest.hexdigest()
 
 
-def cache_folder(index, corpus, words: int = DEFAULT_WORDS, encoder: str = DEFAULT_ENCODER) -> Path:
-    """``<index>.dense/<key>``: the key is 16 hex digits of the model (:func:`model_id`), ``words`` and the corpus
-    digest."""
+def cache_key(corpus, words: int = DEFAULT_WORDS, encoder: str = DEFAULT_ENCODER) -> str:
+    """16 hex digits of the model (:func:`model_id`), ``words`` and the corpus digest."""
     described = json.dumps({"model": model_id(encoder), "words": words, "corpus": corpus_digest(corpus)},
                            sort_keys=True)
-    return Path(f"{Path(index)}.dense") / hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
+
+
+def cache_folder(index, corpus, words: int = DEFAULT_WORDS, encoder: str = DEFAULT_ENCODER) -> Path:
+    """``<index>.dense/<key>`` (:func:`cache_key`)."""
+    return Path(f"{Path(index)}.dense") / cache_key(corpus, words, encoder)
+
+
+def link_cache(folder, corpus, words: int = DEFAULT_WORDS, encoder: str = DEFAULT_ENCODER) -> None:
+    """Make the vectors of ``corpus`` in ``folder`` (a cache folder keyed by another corpus) found under the key of
+    ``corpus`` too, beside it (:func:`cache_folder`): a relative link, unless that name is taken."""
+    folder = Path(folder)
+    alias = folder.parent / cache_key(corpus, words, encoder)
+    if alias != folder and not alias.exists() and not alias.is_symlink():
+        alias.symlink_to(folder.name, target_is_directory=True)
 
 
 def _chunk_file(folder: Path, start: int, stop: int) -> Path:

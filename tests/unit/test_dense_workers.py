@@ -3,6 +3,7 @@ process, whatever the workers (local processes or Ray tasks) and the engine's th
 chunks. The Ray test runs on the local Ray instance of the ``ray_cluster`` fixture."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,25 @@ def test_the_experiment_stage_embeds_over_its_workers(one_process, tmp_path, mon
                   outputs=(folder,))
     dense_embed_stage(stage, Context(None, ExecutorSettings(jobs=2), progress=False))
     assert (folder / dense.EMBEDDINGS).read_bytes() == (one_process / dense.EMBEDDINGS).read_bytes()
+
+
+def test_the_stage_links_passage_vectors_under_the_passages_key(one_process, tmp_path, monkeypatch):
+    """On a passage collection the stage's folder is keyed by the pages: its vectors are found under the key of the
+    passages file it embedded too (``clirplug search --method dense`` on that file embeds nothing)."""
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text(DEMO.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    folder = dense.cache_folder(tmp_path / "index", pages, WORDS)
+    shutil.copytree(one_process, folder)  # embedded already: the stage only links
+    stage = Stage("dense-embed.w8", "dense-embed", {"model": dense.model_id(), "words": WORDS}, inputs_from=(DEMO,),
+                  outputs=(folder,))
+    dense_embed_stage(stage, Context(None, ExecutorSettings(jobs=2), progress=False))
+    alias = dense.cache_folder(tmp_path / "index", DEMO, WORDS)
+    assert alias != folder and alias.is_symlink() and alias.resolve() == folder.resolve()
+    monkeypatch.setattr(dense, "load_model", lambda *args: pytest.fail("a model was loaded"))
+    assert dense.embed_corpus(DEMO, alias, WORDS, progress=False) == alias
+    assert dense.load_embeddings(alias)[0].tobytes() == dense.load_embeddings(one_process)[0].tobytes()
+    dense.link_cache(folder, DEMO, WORDS)  # a second link leaves the first
+    assert sorted(p.name for p in folder.parent.iterdir()) == sorted([folder.name, alias.name])
 
 
 def test_ray_workers_write_the_bytes_of_one_process(ray_cluster, one_process, tmp_path):

@@ -170,14 +170,17 @@ def dense_system(stage: Stage, ctx: Context, system: dict, tuned: dict) -> dict:
 def dense_embed_stage(stage: Stage, ctx: Context) -> dict:
     """The collection's document vectors (:func:`clirplug.dense.embed_corpus`; resumes at the missing chunks), the
     chunks embedded over the experiment's workers (``--threads``, ``--executor``), each loading the model once; with
-    one worker, here by the process's model."""
-    from clirplug.dense import embed_corpus
+    one worker, here by the process's model. A passage collection's folder is keyed by its pages (the passages file
+    does not exist when the plan is made) and linked under the passages file's key, where ``clirplug search --method
+    dense`` on that file looks."""
+    from clirplug.dense import embed_corpus, link_cache
 
     corpus = (stage.inputs or stage.inputs_from)[0]  # the collection's pages, or the passages stage's file
-    encoder = _encoder_in(stage.settings)
+    encoder, words = _encoder_in(stage.settings), stage.settings["words"]
     model = _dense_model(ctx, encoder) if ctx.jobs == 1 else None  # a single chunk left: loaded on _threads(ctx)
-    embed_corpus(corpus, stage.outputs[0], stage.settings["words"], model, progress=ctx.progress, encoder=encoder,
+    embed_corpus(corpus, stage.outputs[0], words, model, progress=ctx.progress, encoder=encoder,
                  workers=ctx.workers, threads=_threads(ctx))
+    link_cache(stage.outputs[0], corpus, words, encoder)
     return {}
 
 
