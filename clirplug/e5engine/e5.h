@@ -21,6 +21,9 @@ void      e5_free(e5_model *m);
 /* Token count (incl. specials) for usage reporting. */
 int e5_token_count(e5_model *m, const char *text, int is_query);
 
+/* The instructions the engine computes with in this process: "amx", "avx512" or "avx2" (clirplug). */
+const char *e5_instruction_set(void);
+
 /* Embedding dimension (384). */
 int       e5_dim(const e5_model *m);
 

@@ -5,6 +5,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,14 +50,25 @@ def test_the_engine_gives_the_pinned_vectors(ours):
         "on the processor, or the engine changed (then raise dense.ENGINE_REVISION)")
 
 
-def test_every_kernel_gives_the_pinned_vectors():
-    """The AVX2 kernel, forced by CLIRPLUG_E5_AVX2 in a process of its own, gives the same bits as the kernel this
-    processor runs by default (AVX512-VNNI where present: test_the_engine_gives_the_pinned_vectors)."""
+def test_the_engine_computes_with_the_processors_widest_instructions(ours):
+    """AMX where the processor has it (the flags Linux shows once it lets processes use AMX), in this process too
+    (pytest's fault handler has its own signal stack, which can keep Linux from granting AMX's tile state)."""
+    flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).split())
+    avx512 = {"avx512_vnni", "avx512bw"} <= flags
+    expected = "amx" if avx512 and {"amx_tile", "amx_int8"} <= flags else "avx512" if avx512 else "avx2"
+    assert dense.engine_instructions() == expected
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_every_instruction_set_gives_the_pinned_vectors(isa):
+    """The engine with AVX2 only, or AVX-512 without AMX, asked for by CLIRPLUG_E5_ISA in a process of its own, gives
+    the same bits as with the instructions this processor runs by default (test_the_engine_gives_the_pinned_vectors);
+    on a processor without AVX512-VNNI, asking for AVX-512 gives AVX2."""
     program = ("import hashlib, json, sys; from clirplug import dense; texts = json.load(sys.stdin); "
                "m = dense.load_model(1); "
                "print(hashlib.sha256(m.passage(texts).tobytes() + m.query(texts).tobytes()).hexdigest())")
     out = subprocess.run([sys.executable, "-c", program], input=json.dumps(TEXTS), capture_output=True, text=True,
-                         check=True, env={**os.environ, "CLIRPLUG_E5_AVX2": "1"})
+                         check=True, env={**os.environ, "CLIRPLUG_E5_ISA": isa})
     assert out.stdout.split()[-1] == VECTORS_SHA256
 
 
@@ -136,8 +148,8 @@ def test_int16_matmul_is_within_its_quantization_bound(tmp_path):
     for shapes with leftover rows and tokens: within the bound of its rounding, sum_j |x_j| |w_j - w'_j| +
     |w_j| |x_j - x'_j| + |dx dw| (half a step of each scale), plus float rounding."""
     binary = compile_with_engine(tmp_path, "matmul", MATMUL_TEST)
-    for kernel in ({}, {"CLIRPLUG_E5_AVX2": "1"}):  # the processor's kernel, then AVX2's
-        result = subprocess.run([str(binary)], capture_output=True, text=True, env={**os.environ, **kernel})
+    for isa in ({}, {"CLIRPLUG_E5_ISA": "avx512"}, {"CLIRPLUG_E5_ISA": "avx2"}):  # the processor's, then smaller
+        result = subprocess.run([str(binary)], capture_output=True, text=True, env={**os.environ, **isa})
         assert result.returncode == 0, result.stdout
         assert result.stdout.split()[-1] == "0"
 
