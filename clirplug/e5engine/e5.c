@@ -334,9 +334,28 @@ static void micro_12x16_vnni(const int32_t *RESTRICT a, const int16_t *RESTRICT 
 
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } tile_config;
 
+/* Y[t0.., r0..] for the (at most) 16 tokens and 16 rows of an AMX pass: (16384 hh + 128 x + ll) * (s_t * s_r) +
+ * bias from its three tiles' sums, the same float operations as store_6x16. */
+__attribute__((target("avx512f,avx512bw")))
+static void amx_store(int32_t sums[3][16][16], const qmat *W, const float *bias, const float *st, float *Y, int L,
+                      int t0, int r0) {
+    int cols = W->nout - r0 < 16 ? W->nout - r0 : 16;
+    __mmask16 keep = (__mmask16)((1u << cols) - 1);
+    __m512 sr = _mm512_maskz_loadu_ps(keep, W->scale + r0);
+    __m512 b = bias ? _mm512_maskz_loadu_ps(keep, bias + r0) : _mm512_setzero_ps();
+    for (int i = 0; i < 16 && t0 + i < L; i++) {
+        __m512i acc = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(sums[0][i]), 14),
+                                                        _mm512_slli_epi32(_mm512_load_si512(sums[1][i]), 7)),
+                                       _mm512_load_si512(sums[2][i]));
+        __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(_mm512_set1_ps(st[t0 + i]), sr)), b);
+        _mm512_mask_storeu_ps(Y + (size_t)(t0 + i) * W->nout + r0, keep, y);
+    }
+}
+
 /* matmul_q16 with AMX tiles: for 16 tokens and 16 rows a pass, each int16 activation a = 128 ah + al and weight
  * w = 128 wh + wl in signed bytes, the dot product is 16384 ah.wh + 128 (ah.wl + al.wh) + al.wl, each an exact int32
- * sum (tdpbssd on tiles), combined in int32: the same integers as the other kernels, so the same bits. */
+ * sum (tdpbssd on tiles), combined in int32: the same integers as the other kernels, so the same bits. A pass's
+ * sums are scaled into Y while the tiles compute the next pass. */
 __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
 static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
     int nout = W->nout, nin = W->nin, Lpad = (L + 15) / 16 * 16;
@@ -355,14 +374,11 @@ static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, cons
     tile_config config = {.palette = 1};
     for (int i = 0; i < 7; i++) { config.rows[i] = 16; config.colsb[i] = 64; }
     _tile_loadconfig(&config);
-    int32_t sums[3][16][16] __attribute__((aligned(64)));
+    int32_t sums[2][3][16][16] __attribute__((aligned(64)));
+    int pass = 0, last_t0 = 0, last_r0 = 0;
     for (int r0 = 0; r0 < nout; r0 += 16) {
         const int8_t *panel = W->w8 + (size_t)r0 * nin * 2;
-        int cols = nout - r0 < 16 ? nout - r0 : 16;
-        __mmask16 keep = (__mmask16)((1u << cols) - 1);
-        __m512 sr = _mm512_maskz_loadu_ps(keep, W->scale + r0), b = bias ? _mm512_maskz_loadu_ps(keep, bias + r0)
-                                                                         : _mm512_setzero_ps();
-        for (int t0 = 0; t0 < L; t0 += 16) {
+        for (int t0 = 0; t0 < L; t0 += 16, pass++) {
             _tile_zero(0); _tile_zero(1); _tile_zero(2);
             for (int k = 0; k < nin; k += 64) {
                 _tile_loadd(3, a8 + (size_t)t0 * nin * 2 + (size_t)k * 32, 64);
@@ -374,18 +390,14 @@ static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, cons
                 _tile_dpbssd(1, 4, 5);
                 _tile_dpbssd(2, 4, 6);
             }
-            _tile_stored(0, sums[0], 64); _tile_stored(1, sums[1], 64); _tile_stored(2, sums[2], 64);
-            for (int i = 0; i < 16 && t0 + i < L; i++) {
-                __m512i acc = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(sums[0][i]), 14),
-                                                                _mm512_slli_epi32(_mm512_load_si512(sums[1][i]), 7)),
-                                               _mm512_load_si512(sums[2][i]));
-                __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc),
-                                                       _mm512_mul_ps(_mm512_set1_ps(st[t0 + i]), sr)), b);
-                _mm512_mask_storeu_ps(Y + (size_t)(t0 + i) * nout + r0, keep, y);
-            }
+            if (pass > 0) amx_store(sums[(pass - 1) % 2], W, bias, st, Y, L, last_t0, last_r0);
+            _tile_stored(0, sums[pass % 2][0], 64); _tile_stored(1, sums[pass % 2][1], 64);
+            _tile_stored(2, sums[pass % 2][2], 64);
+            last_t0 = t0; last_r0 = r0;
         }
     }
     _tile_release();
+    if (pass > 0) amx_store(sums[(pass - 1) % 2], W, bias, st, Y, L, last_t0, last_r0);
     free(a8);
 }
 
