@@ -699,7 +699,7 @@ class PsqSearcher(Searcher):
         """The PSQ scorer of the index, opened on first search (after the tables are read, as the command does)."""
         from clirplug.qt.psq import PsqScorer
 
-        return PsqScorer(self._spec["index"], self.bm25.k1, self.bm25.b)
+        return PsqScorer(self._spec["index"], self.bm25.k1, self.bm25.b, progress=False)
 
     def query_translation(self, query: str) -> dict:
         if self.model is None:

@@ -77,11 +77,13 @@ class PsqScorer:
     k1, b : float
         BM25 parameters (default: Anserini's, :data:`clirplug.bm25.ANSERINI_K1` and ``ANSERINI_B``;
         the papers used 1.2 and 0.75).
+    progress : bool
+        Whether a path's document vectors, read from Lucene on first use, show a progress bar.
     """
 
-    def __init__(self, index, k1: float = bm25.ANSERINI_K1, b: float = bm25.ANSERINI_B):
+    def __init__(self, index, k1: float = bm25.ANSERINI_K1, b: float = bm25.ANSERINI_B, progress: bool = True):
         bm25.check_bm25(k1, b)
-        self.index = index if isinstance(index, LuceneIndex) else LuceneIndex(index)
+        self.index = index if isinstance(index, LuceneIndex) else LuceneIndex(index, progress=progress)
         self.k1, self.b = k1, b
         self._norms = self.index.length_norms(k1, b)
         self._docid_rank = np.argsort(np.argsort(self.index.docids, kind="stable"), kind="stable")
@@ -369,4 +371,4 @@ def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = 
     thresholds). Returns the run frame of the top ``hits`` documents.
     """
     queries = psq_topic_queries(topics, source, settings)
-    return psq_search(PsqScorer(index, k1, b), queries, hits, progress=progress)
+    return psq_search(PsqScorer(index, k1, b, progress), queries, hits, progress=progress)

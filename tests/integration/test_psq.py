@@ -8,6 +8,7 @@ import pytest
 from clirplug.cli import main
 from clirplug.io.runs import read_run
 from clirplug.io.topics import read_topics
+from clirplug.lucene.index import build_index
 from clirplug.lucene.reader import LuceneIndex
 from clirplug.lucene.search import Bm25Searcher, anserini_score_ties
 from clirplug.qt.psq import PsqScorer, source_projection
@@ -51,6 +52,16 @@ def test_identity_with_other_bm25_parameters(tiny_index):
     scorer, searcher = PsqScorer(tiny_index, k1=1.2, b=0.75), Bm25Searcher(tiny_index, k1=1.2, b=0.75)
     for text in ["files directory files", "print standard output", "nothing matches xyzzy"]:
         _check_identity(scorer, searcher, text, 10)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_document_vectors_show_progress_unless_quiet(tiny_corpus, tmp_path, capfd, progress):
+    """A scorer opened on a path reads the index's document vectors on first use, with a progress bar only when
+    asked (an experiment's --quiet, the Python API)."""
+    build_index(tiny_corpus, tmp_path / "index", language="en", progress=False)
+    capfd.readouterr()
+    PsqScorer(tmp_path / "index", progress=progress).score([{(("file", 0),): 1.0}])
+    assert ("reading document vectors" in capfd.readouterr().err) == progress
 
 
 def _brute_force(index, texts, query, k1, b):

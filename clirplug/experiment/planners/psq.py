@@ -72,7 +72,7 @@ def _psq_scorer(ctx: Context, s: dict):
     from clirplug.qt.psq import PsqScorer
 
     return ctx.get(f"{s['index']}|psq|{s['bm25']['k1']}|{s['bm25']['b']}",
-                   lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"]))
+                   lambda: PsqScorer(s["index"], s["bm25"]["k1"], s["bm25"]["b"], progress=ctx.progress))
 
 
 def _psq_builders(ctx: Context, model: str, kind: str, topics_path: str, lang: str):
