@@ -14,8 +14,8 @@
  *     (12 with VNNI) x 16 rows, scaled to float once per output; where the processor has AMX, the same sums from
  *     int8 tiles, each int16 split into two signed bytes;
  *   - attention runs per (text segment, head) over keys transposed once: scores for 4 queries and 16 keys a pass
- *     (32 with AVX-512), exp 8 at a time, the values weighted for two queries a pass (4 with AVX-512) and divided by
- *     the softmax sum at the end;
+ *     (32 with AVX-512 for heads of 32 dimensions), exp 8 at a time, the values weighted for two queries a pass (4
+ *     with AVX-512) and divided by the softmax sum at the end;
  *   - GELU runs 8 values at a time in floats (Abramowitz and Stegun's erfc, within 1.5e-7).
  *
  * Pure C. No transformers, no sentence-transformers, no BLAS. Just:
@@ -52,6 +52,7 @@
 #define RESTRICT __restrict__
 #define ARCH_REQ_XCOMP_PERM 0x1023   /* arch_prctl: ask for an extended state, here */
 #define XFEATURE_XTILEDATA 18        /* AMX's tile data */
+#define E5_AMX (__GNUC__ >= 11)      /* AMX's intrinsics: GCC 11 on; without them the engine runs without AMX */
 #define QK 32
 
 /* ----------------------------- fp16 -> fp32 ----------------------------- */
@@ -136,12 +137,19 @@ static int instruction_set(void) {
     static int isa = -1;
     if (isa >= 0) return isa;
     const char *want = getenv("CLIRPLUG_E5_ISA");
+    if (want && !*want) want = NULL;
+    if (want && strcmp(want, "avx2") != 0 && strcmp(want, "avx512") != 0) {
+        fprintf(stderr, "e5: CLIRPLUG_E5_ISA=%s is neither avx2 nor avx512: ignored\n", want);
+        want = NULL;
+    }
     int avx512 = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-    int amx = avx512 && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8")
-              && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
-    int best = amx ? ISA_AMX : avx512 ? ISA_AVX512 : ISA_AVX2;
+    int best = avx512 ? ISA_AVX512 : ISA_AVX2;
     if (want && strcmp(want, "avx2") == 0) best = ISA_AVX2;
-    else if (want && strcmp(want, "avx512") == 0 && avx512) best = ISA_AVX512;
+#if E5_AMX
+    else if (!want && avx512 && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8")
+             && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
+        best = ISA_AMX;  /* asked for only when used: the permission holds for the whole process */
+#endif
     isa = best;
     return isa;
 }
@@ -165,6 +173,8 @@ static int act_qmax(int nin) {
     return q > 32767 ? 32767 : (int)q;
 }
 
+static void qmat_free(qmat *m) { free(m->w); free(m->w8); free(m->scale); m->w = NULL; m->w8 = NULL; m->scale = NULL; }
+
 /* Requantize Q4_0 W[nout, nin] (nin a multiple of 32 and of 2) into m. Returns 0 on success. */
 static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
     int nout16 = (nout + NR - 1) / NR * NR, nb = nin / QK;
@@ -176,7 +186,7 @@ static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
     m->w8 = m->isa == ISA_AMX ? (int8_t *)aligned_alloc(64, bytes) : NULL;
     m->scale = (float *)calloc((size_t)nout16, sizeof(float));
     float *row = (float *)malloc(sizeof(float) * (size_t)nin);
-    if ((!m->w && !m->w8) || !m->scale || !row) { free(row); return -1; }
+    if ((!m->w && !m->w8) || !m->scale || !row) { free(row); qmat_free(m); return -1; }
     memset(m->w ? (void *)m->w : (void *)m->w8, 0, bytes);
     for (int r = 0; r < nout; r++) {
         deq_row(W + (size_t)r * nb, nin, row);
@@ -202,8 +212,6 @@ static int qmat_pack(qmat *m, const block_q4_0 *W, int nout, int nin) {
     free(row);
     return 0;
 }
-
-static void qmat_free(qmat *m) { free(m->w); free(m->w8); free(m->scale); m->w = NULL; m->w8 = NULL; m->scale = NULL; }
 
 static inline float hmax256(__m256 v) {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -332,6 +340,7 @@ static void micro_12x16_vnni(const int32_t *RESTRICT a, const int16_t *RESTRICT 
     if (rows > MR) store_6x16(c + MR, st + MR, sr, bias, y + MR * ystride, ystride, rows - MR, cols);
 }
 
+#if E5_AMX
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } tile_config;
 
 /* Y[t0.., r0..] for the (at most) 16 tokens and 16 rows of an AMX pass: (16384 hh + 128 x + ll) * (s_t * s_r) +
@@ -354,8 +363,10 @@ static void amx_store(int32_t sums[3][16][16], const qmat *W, const float *bias,
 
 /* matmul_q16 with AMX tiles: for 16 tokens and 16 rows a pass, each int16 activation a = 128 ah + al and weight
  * w = 128 wh + wl in signed bytes, the dot product is 16384 ah.wh + 128 (ah.wl + al.wh) + al.wl, each an exact int32
- * sum (tdpbssd on tiles), combined in int32: the same integers as the other kernels, so the same bits. A pass's
+ * sum (tdpbssd on tiles), combined in int32 arithmetic modulo 2^32 (vector shifts and adds wrap; 16384 ah.wh alone
+ * may leave int32, the dot product does not): the same integers as the other kernels, so the same bits. A pass's
  * sums are scaled into Y while the tiles compute the next pass. */
+_Static_assert(NR == 16, "an AMX pass is 16 rows, as a row panel");
 __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
 static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
     int nout = W->nout, nin = W->nin, Lpad = (L + 15) / 16 * 16;
@@ -373,6 +384,7 @@ static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, cons
         }
     tile_config config = {.palette = 1};
     for (int i = 0; i < 7; i++) { config.rows[i] = 16; config.colsb[i] = 64; }
+    __asm__ volatile("" ::: "memory");  /* a8 and config written before the tile instructions read them */
     _tile_loadconfig(&config);
     int32_t sums[2][3][16][16] __attribute__((aligned(64)));
     int pass = 0, last_t0 = 0, last_r0 = 0;
@@ -401,10 +413,14 @@ static void matmul_amx(const qmat *W, const float *bias, const int16_t *aq, cons
     free(a8);
 }
 
+#endif
+
 /* Y[L, nout] = X W^T + bias with X quantized by quantize_rows16 (aq: L rounded up to 2 MR rows), with W's instructions:
  * AMX tiles, or passes of 2 MR tokens with AVX512-VNNI, or of MR tokens with AVX2. */
 static void matmul_q16(const qmat *W, const float *bias, const int16_t *aq, const float *st, float *Y, int L) {
+#if E5_AMX
     if (W->isa == ISA_AMX) { matmul_amx(W, bias, aq, st, Y, L); return; }
+#endif
     int nout = W->nout, nin = W->nin, npair = nin / 2;
     int Lpad = (L + 2 * MR - 1) / (2 * MR) * (2 * MR);
     int vnni = W->isa == ISA_AVX512;
@@ -487,6 +503,18 @@ static inline __m256 exp8(__m256 x) {
     return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
+/* prob[0..n) = exp(prob[s] - mx), 8 at a time up to n rounded up to 8 (a padding key's -1e30 gives +0), and 1 / the
+ * sum of the n exponentials, summed 8 lanes at a time in key order. */
+static inline float softmax_exp(float *RESTRICT prob, int n, float mx) {
+    __m256 vmx = _mm256_set1_ps(mx), sum = _mm256_setzero_ps();
+    for (int s = 0; s < n; s += 8) {
+        __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob + s), vmx));
+        _mm256_storeu_ps(prob + s, p);
+        sum = _mm256_add_ps(sum, p);
+    }
+    return 1.f / hsum256(sum);
+}
+
 /* For the nq <= 4 queries qh[i] (hd floats each), prob[i][0..n) = exp(scale <qh[i], k_s> - max_s) over a
  * segment's n keys, transposed in kt (hd rows of n16 floats, n16 = n rounded up to a multiple of 16, zero-padded),
  * and inv[i] = 1 / the sum of the n exponentials (softmax's normalizer, applied to the weighted values). The scores
@@ -517,15 +545,7 @@ static void softmax4(const float *const qh[4], int nq, const float *RESTRICT kt,
             }
         }
     }
-    for (int i = 0; i < nq; i++) {
-        __m256 mx = _mm256_set1_ps(hmax256(vmx[i])), sum = _mm256_setzero_ps();
-        for (int s = 0; s < n; s += 8) {
-            __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob[i] + s), mx));
-            _mm256_storeu_ps(prob[i] + s, p);
-            sum = _mm256_add_ps(sum, p);
-        }
-        inv[i] = 1.f / hsum256(sum);
-    }
+    for (int i = 0; i < nq; i++) inv[i] = softmax_exp(prob[i], n, hmax256(vmx[i]));
 }
 
 /* out0/out1[0..32) = inv0/inv1 * sum_s p0/p1[s] v_s[0..32) over n value rows `stride` floats apart, in key order:
@@ -550,7 +570,7 @@ static void weighted_values2(const float *RESTRICT p0, const float *RESTRICT p1,
 }
 
 /* softmax4 with AVX-512: the scores of 4 queries for 32 keys a pass (kt's rows n32 floats, n32 a multiple of 32),
- * each the same sum of products in the same order, so the same floats; the exponentials and their sum as softmax4's. */
+ * each the same sum of products in the same order, so the same floats; the exponentials by softmax_exp alike. */
 __attribute__((target("avx512f")))
 static void softmax4_avx512(const float *const qh[4], int nq, const float *RESTRICT kt, int n, int n32, int hd,
                             float scale, float *const prob[4], float inv[4]) {
@@ -578,15 +598,7 @@ static void softmax4_avx512(const float *const qh[4], int nq, const float *RESTR
             }
         }
     }
-    for (int i = 0; i < nq; i++) {
-        __m256 mx = _mm256_set1_ps(_mm512_reduce_max_ps(vmx[i])), sum = _mm256_setzero_ps();
-        for (int s = 0; s < n; s += 8) {
-            __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(prob[i] + s), mx));
-            _mm256_storeu_ps(prob[i] + s, p);
-            sum = _mm256_add_ps(sum, p);
-        }
-        inv[i] = 1.f / hsum256(sum);
-    }
+    for (int i = 0; i < nq; i++) inv[i] = softmax_exp(prob[i], n, _mm512_reduce_max_ps(vmx[i]));
 }
 
 /* weighted_values2 with AVX-512 for 4 queries and a head of 32 dimensions (two registers a query): the same sums in

@@ -371,4 +371,4 @@ def psq_run(topics, *, index, source: PsqSource, settings: PsqSettings | None = 
     thresholds). Returns the run frame of the top ``hits`` documents.
     """
     queries = psq_topic_queries(topics, source, settings)
-    return psq_search(PsqScorer(index, k1, b, progress), queries, hits, progress=progress)
+    return psq_search(PsqScorer(index, k1, b, progress=progress), queries, hits, progress=progress)
