@@ -1,7 +1,8 @@
 """RM3 pseudo-relevance feedback as Anserini runs it: its parameters, Anserini's defaults and their one check.
 
 Free of numpy and Java, for the method registry's settings (:class:`clirplug.methods.DtRun`) as for the search
-(:meth:`clirplug.lucene.search.Bm25Searcher.search_rm3`, which calls Anserini's own ``Rm3Reranker``).
+(:meth:`clirplug.lucene.search.Bm25Searcher.search_rm3`, which expands the query as Anserini's ``Rm3Reranker`` does,
+:mod:`clirplug.lucene.feedback`).
 """
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -94,25 +95,22 @@ class Bm25Searcher:
         return self.search_query(lucene_query, hits)
 
     def search_rm3(self, lucene_query, query: str, hits: int, rm3: Rm3) -> list[tuple[str, float]]:
-        """Anserini's RM3 (``io.anserini.rerank.lib.Rm3Reranker``) run as ``SimpleSearcher`` runs it after
-        ``set_rm3``: the query's top :data:`RERANK_CUTOFF` documents handed to the reranker, which searches the
-        expanded query for ``hits`` documents; scores adjusted for ties as Anserini's cascade adjusts them."""
-        args = jclass("io.anserini.search.SearchCollection$Args")()
-        args.arbitraryScoreTieBreak = False
-        args.hits = hits
+        """Anserini's RM3 (``io.anserini.rerank.lib.Rm3Reranker``) as ``SimpleSearcher`` runs it after
+        ``set_rm3``: the relevance model of the query's top :data:`RERANK_CUTOFF` documents
+        (:class:`~clirplug.lucene.feedback.RelevanceModel`), the expanded query searched for ``hits``
+        documents; scores adjusted for ties as Anserini's cascade adjusts them."""
+        first = self._searcher.search(lucene_query, RERANK_CUTOFF, self._sort, True).scoreDocs
+        docs = [hit.doc for hit in first]
+        scores = np.fromiter((hit.score for hit in first), dtype=np.float32, count=len(docs))
         tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, query)
-        first = self._searcher.search(lucene_query, RERANK_CUTOFF, self._sort, True)
-        context = jclass("io.anserini.rerank.RerankerContext")(self._searcher, None, lucene_query, None, query,
-                                                               tokens, None, args)
-        reranker = jclass("io.anserini.rerank.lib.Rm3Reranker")(
-            self._analyzer, None, FIELD, int(rm3.fb_terms), int(rm3.fb_docs), float(rm3.original_query_weight),
-            False, True)
-        scored = reranker.rerank(jclass("io.anserini.search.ScoredDocs").fromTopDocs(first, self._searcher), context)
-        lucene_docids = list(scored.lucene_docids)
-        if not lucene_docids:
-            return []
-        scores = anserini_score_ties(np.asarray(list(scored.scores), dtype=np.float32))
-        return list(zip((str(self.docids[doc]) for doc in lucene_docids), scores.astype(np.float64).tolist()))
+        return self.search_query(self._relevance_model.expanded_query(tokens, docs, scores, rm3), hits)
+
+    @functools.cached_property
+    def _relevance_model(self):
+        from clirplug.lucene.feedback import RelevanceModel
+        from clirplug.lucene.reader import LuceneIndex
+
+        return RelevanceModel(LuceneIndex(self.index, progress=False), self._reader)
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict[str, float] | None = None, rm3: Rm3 | None = None):
@@ -125,6 +123,8 @@ class Bm25Searcher:
                            latencies=latencies)
 
     def close(self):
+        if "_relevance_model" in self.__dict__:
+            self._relevance_model.index.close()
         self._reader.close()
 
 

@@ -1,6 +1,7 @@
-"""RM3 on a translated query: clirplug's search through Anserini's Rm3Reranker equals Anserini's own
-SimpleSearcher with set_rm3, docids and scores."""
+"""RM3 on a translated query: clirplug's search (the relevance model in numpy, clirplug.lucene.feedback) equals
+Anserini's own SimpleSearcher with set_rm3, docids and scores."""
 
+import numpy as np
 import pytest
 
 from clirplug.lucene.anserini import SimpleSearcher
@@ -23,7 +24,18 @@ def demo_index(tmp_path_factory):
     return index
 
 
-@pytest.mark.parametrize("rm3", [Rm3(), Rm3(fb_terms=5, fb_docs=3, original_query_weight=0.3)])
+def english_sentences(count: int) -> list[str]:
+    """The first ``count`` English lines of the demo's dev bitext: queries of every length."""
+    from clirplug.data import demo_config
+
+    lines = (demo_config().parent / "demo" / "bitext.dev.en").read_text(encoding="utf-8").splitlines()
+    return lines[:count]
+
+
+# Anserini's defaults; few terms of few documents; more terms than Java's smallest HashMap holds (12) and more
+# documents than the first stage hands over (50)
+@pytest.mark.parametrize("rm3", [Rm3(), Rm3(fb_terms=5, fb_docs=3, original_query_weight=0.3),
+                                 Rm3(fb_terms=40, fb_docs=60, original_query_weight=0.7)])
 def test_rm3_equals_anserini_simple_searcher_with_set_rm3(demo_index, rm3):
     ours = Bm25Searcher(demo_index, 0.9, 0.4)
     reference = SimpleSearcher(demo_index, 0.9, 0.4, rm3=rm3)
@@ -31,10 +43,56 @@ def test_rm3_equals_anserini_simple_searcher_with_set_rm3(demo_index, rm3):
         expanded = ours.search(query, 100, rm3=rm3)
         assert expanded == reference.search(query, 100), query
         assert expanded != ours.search(query, 100), query  # the feedback changed the ranking
+    for query in english_sentences(60):
+        assert ours.search(query, 1000, rm3=rm3) == reference.search(query, 1000), query
     run = ours.search_all({str(i): query for i, query in enumerate(QUERIES)}, 100, progress=False, rm3=rm3)
     assert run[run["qid"] == "1"][["docid", "score"]].apply(tuple, axis=1).tolist() == ours.search(QUERIES[1], 100, rm3)
     ours.close()
     reference.close()
+
+
+def anserini_feedback_terms(searcher: Bm25Searcher, query: str, rm3: Rm3) -> dict[str, float]:
+    """The expanded query's terms and weights as Anserini's own ``Rm3Reranker.rerank`` leaves them in its context."""
+    from clirplug.lucene._jvm import jclass
+    from clirplug.lucene.index import FIELD
+    from clirplug.lucene.rm3 import RERANK_CUTOFF
+
+    lucene_query = searcher._generator.buildQuery(FIELD, searcher._analyzer, query)
+    args = jclass("io.anserini.search.SearchCollection$Args")()
+    args.hits = 10
+    tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(searcher._analyzer, query)
+    first = searcher._searcher.search(lucene_query, RERANK_CUTOFF, searcher._sort, True)
+    context = jclass("io.anserini.rerank.RerankerContext")(searcher._searcher, None, lucene_query, None, query, tokens,
+                                                           None, args)
+    reranker = jclass("io.anserini.rerank.lib.Rm3Reranker")(searcher._analyzer, None, FIELD, rm3.fb_terms, rm3.fb_docs,
+                                                            float(rm3.original_query_weight), False, True)
+    reranker.rerank(jclass("io.anserini.search.ScoredDocs").fromTopDocs(first, searcher._searcher), context)
+    terms = context.feedbackTerms
+    return {name: terms.get(name) for name in terms.keySet().toArray()}
+
+
+@pytest.mark.parametrize("rm3", [Rm3(), Rm3(fb_terms=40, fb_docs=60, original_query_weight=0.7)])
+def test_the_expanded_query_has_anserinis_terms_and_float_weights(demo_index, rm3):
+    """Every weight to the last bit (rankings alone would hide it: scores are rounded to 1e-4)."""
+    from clirplug.lucene._jvm import jclass
+    from clirplug.lucene.index import FIELD
+    from clirplug.lucene.rm3 import RERANK_CUTOFF
+
+    ours = Bm25Searcher(demo_index, 0.9, 0.4)
+    for query in QUERIES + english_sentences(20):
+        first = ours._searcher.search(ours._generator.buildQuery(FIELD, ours._analyzer, query), RERANK_CUTOFF,
+                                      ours._sort, True).scoreDocs
+        tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(ours._analyzer, query)
+        mixed = ours._relevance_model.mixed_model(tokens, [hit.doc for hit in first],
+                                                  np.array([hit.score for hit in first], np.float32), rm3)
+        names = mixed.iterator()
+        weights = {}
+        while names.hasNext():
+            name = names.next()
+            weights[name] = mixed.getValue(name)
+        assert weights == anserini_feedback_terms(ours, query, rm3), query
+        assert len(weights) > len(set(tokens.toArray())), query  # feedback terms were added
+    ours.close()
 
 
 def test_rm3_settings_are_checked():
