@@ -94,6 +94,26 @@ def test_every_method_cuts_to_depth_and_sorts(method):
         assert list(group["score"]) == sorted(group["score"], reverse=True)
 
 
+@pytest.mark.parametrize("method", list(FUSERS))
+def test_fusing_every_query_at_once_equals_fusing_each_alone(method):
+    """The experiment's fusion stages fuse a run's queries at once: each query's scores, bit for bit, are those
+    of fusing it alone (queries of many documents, ties, a query missing from one run)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    runs = []
+    for missing in ("q3", "q5"):
+        rows = [(f"q{q}", f"d{d}", float(rng.integers(0, 40)) / 7 - 1)
+                for q in range(6) if f"q{q}" != missing for d in rng.choice(300, 120, replace=False)]
+        runs.append(pd.DataFrame(rows, columns=["qid", "docid", "score"]))
+    weights = [1.0, 0.5, 2.0, -0.1, 0.3, 1.5, -0.7, 0.2] if method == LEARNED else [0.3, 0.7]
+    together = sort_run(fuse(method, runs, weights=weights, depth=50))
+    alone = sort_run(pd.concat([fuse(method, [run[run["qid"] == qid] for run in runs], weights=weights, depth=50)
+                                for qid in sorted(set(runs[0]["qid"]) | set(runs[1]["qid"]))], ignore_index=True))
+    assert together["qid"].nunique() == 6
+    assert together[["qid", "docid", "score"]].to_dict("list") == alone[["qid", "docid", "score"]].to_dict("list")
+
+
 @pytest.mark.parametrize("weights", [[1.0], [0.5, -0.5], [float("nan"), 1.0]])
 def test_bad_weights_are_user_errors(weights):
     with pytest.raises(ClirplugError):

@@ -124,8 +124,9 @@ def fusion_learn_stage(stage: Stage, ctx: Context) -> dict:
 
 @stage_kind("fusion-learned")
 def fusion_learned_stage(stage: Stage, ctx: Context) -> dict:
-    """The chosen inputs' runs fused by the learned weights, timed per query; on the tune split (whose qrels are
-    the stage's input) each topic by the weights fitted without its cross-validation fold."""
+    """The chosen inputs' runs fused by the learned weights, the topics of the same weights at once (a query's
+    latency is its share of the seconds); on the tune split (whose qrels are the stage's input) each topic by the
+    weights fitted without its cross-validation fold."""
     import pandas as pd
 
     from clirplug.fusion import fuse
@@ -137,15 +138,15 @@ def fusion_learned_stage(stage: Stage, ctx: Context) -> dict:
     files = dict(zip(stage.settings["runs"], stage.inputs_from[1:]))
     runs = [read_run(files[name]) for name in model["inputs"]]
     held_out = out_of_fold(model, read_qrels(stage.inputs[0])["qid"].astype(str)) if stage.inputs else {}
-    groups = [dict(tuple(run.groupby("qid", sort=False))) for run in runs]
-    parts, latencies = [], {}
-    empty = runs[0].iloc[0:0]
-    for qid in sorted(set().union(*groups)):
-        start = time.perf_counter()
-        parts.append(fuse("learned", [g.get(qid, empty) for g in groups], weights=held_out.get(qid, model["fuse_weights"]),
-                          depth=model["depth"]))
-        latencies[qid] = time.perf_counter() - start
+    qids = sorted(set().union(*(run["qid"].unique().tolist() for run in runs)))
+    by_weights: dict[str, list[str]] = {}  # the topics fused by the same weights: all of them, or a fold's
+    for qid in qids:
+        by_weights.setdefault(json.dumps(held_out.get(qid, model["fuse_weights"])), []).append(qid)
+    start = time.perf_counter()
+    parts = [fuse("learned", [run[run["qid"].isin(group)] for run in runs], weights=json.loads(weights),
+                  depth=model["depth"]) for weights, group in by_weights.items()]
     frame = pd.concat(parts, ignore_index=True) if parts else run_frame([])
+    latencies = dict.fromkeys(qids, (time.perf_counter() - start) / max(len(qids), 1))
     return write_run_with_sidecar(stage, frame, latencies, tuned={
         "inputs": model["inputs"], "weights": model["weights"], "fuse_weights": model["fuse_weights"],
         "depth": model["depth"], "l2": model["l2"], "tuned_on": model["split"], "out_of_fold": bool(held_out)})
