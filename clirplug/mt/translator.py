@@ -49,6 +49,8 @@ def check_source_language(model_dir, src_lang: str) -> None:
 
 
 RULES_KEPT = 200_000  # parsed rules of cached forests kept for the next forests
+NBEST_KEPT = 10  # derivations read off a sentence's new forest and cached: a later n-best up to this long (PSQ's,
+# MIRA's after DT's 1-best) is a cache hit, not a second decoding; reading them costs little beside decoding
 
 
 class Translator:
@@ -233,9 +235,10 @@ class Translator:
         best distinct strings (reading at most ``UNIQUE_FACTOR * nbest`` derivations, as
         :meth:`~clirplug.mt.decoder.Decoder.translate` does).
 
-        One cache entry per sentence holds the longest list of derivations computed so far (lazy
-        k-best yields the same leading derivations whatever k), so a 1-best after a 10-best is a
-        cache hit; the entry also records whether the forest had fewer derivations than asked. A
+        One cache entry per sentence holds the longest list of derivations computed so far, at least
+        :data:`NBEST_KEPT` (lazy k-best yields the same leading derivations whatever k), so a 1-best
+        after a 10-best, and a 10-best after a 1-best, are cache hits; the entry also records whether
+        the forest had fewer derivations than were read. A
         list of distinct strings has an entry per ``nbest``, since its derivation limit grows with it.
         """
         if unique and nbest > 1:
@@ -252,9 +255,10 @@ class Translator:
         if data is not None and (len(data["translations"]) >= nbest or data["exhausted"]):
             return _translations(data["translations"][:nbest])
         hypergraph = forest if forest is not None else self._decoder_for(tokens).forest(tokens)
-        result = translations(hypergraph, kbest(hypergraph, self.weights, nbest))
-        self._write(path, {"translations": [translation_json(t) for t in result], "exhausted": len(result) < nbest})
-        return result
+        kept = max(nbest, NBEST_KEPT) if self.cache else nbest
+        result = translations(hypergraph, kbest(hypergraph, self.weights, kept))
+        self._write(path, {"translations": [translation_json(t) for t in result], "exhausted": len(result) < kept})
+        return result[:nbest]
 
 
 def _translations(records: list[dict]) -> list[Translation]:

@@ -79,18 +79,21 @@ def test_a_translation_does_not_depend_on_the_queries_translated_before(tmp_path
 
 
 def test_nbest_cache_serves_shorter_lists_and_recomputes_longer(model, monkeypatch):
+    from clirplug.mt.translator import NBEST_KEPT
+
     tokens = ["x", "w", "y", "q"]
-    reference = _nbest(Translator(model, cache=False), tokens, 10)
+    reference = _nbest(Translator(model, cache=False), tokens, NBEST_KEPT + 2)
+    assert len(reference) == NBEST_KEPT + 2
     translator = Translator(model)
-    assert _nbest(translator, tokens, 4) == reference[:4]
+    assert _nbest(translator, tokens, 1) == reference[:1]  # the entry keeps NBEST_KEPT
     fresh = Translator(model)
     monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
-    assert _nbest(fresh, tokens, 1) == reference[:1]  # served from the 4-best entry
-    assert _nbest(fresh, tokens, 4) == reference[:4]
+    assert _nbest(fresh, tokens, 4) == reference[:4]  # served from the entry of the 1-best's decoding
+    assert _nbest(fresh, tokens, NBEST_KEPT) == reference[:NBEST_KEPT]
     monkeypatch.undo()
-    assert _nbest(fresh, tokens, 10) == reference  # longer: decoded again, entry replaced
+    assert _nbest(fresh, tokens, NBEST_KEPT + 2) == reference  # longer: decoded again, entry replaced
     monkeypatch.setattr(translator_module, "read_grammar", lambda *args: (_ for _ in ()).throw(AssertionError))
-    assert _nbest(Translator(model), tokens, 7) == reference[:7]
+    assert _nbest(Translator(model), tokens, NBEST_KEPT + 1) == reference[:NBEST_KEPT + 1]
 
 
 def test_rules_given_with_the_restriction_are_used_instead_of_a_second_read(model, monkeypatch):
