@@ -332,9 +332,8 @@ def write_run(run, path, tag=DEFAULT_TAG, depth=None, score_format="exact") -> N
     if depth is not None:
         frame = frame[frame["rank"] <= depth]
     for kind, column in (("query id", "qid"), ("document id", "docid")):
-        bad = frame[column].str.contains(r"^$|\s", regex=True)
-        if bad.any():
-            _check_token(kind, frame[column][bad].iloc[0])
+        for value in frame[column].unique().tolist():  # each distinct id once, in the file's order
+            _check_token(kind, value)
     qids, docids = frame["qid"].tolist(), frame["docid"].tolist()
     lines = [
         f"{qid} Q0 {docid} {rank} {shown(score)} {tag}\n"
