@@ -104,7 +104,7 @@ def test_bad_frames_and_ids_are_user_errors(tmp_path):
         write_run({"1": {"a b": 1.0}}, tmp_path / "r")
     with pytest.raises(ClirplugError, match="query id '' cannot be written"):
         write_run({"2": {"a": 1.0}, "": {"a": 1.0}}, tmp_path / "r")
-    with pytest.raises(ClirplugError, match=r"document id 'c\td' cannot be written"):
+    with pytest.raises(ClirplugError, match=r"document id 'c\\td' cannot be written"):
         write_run({"1": {"a": 2.0, "b": 1.0}, "2": {"c\td": 1.0}}, tmp_path / "r")
     with pytest.raises(ClirplugError, match="whitespace"):
         write_run({"1": {"a": 1.0}}, tmp_path / "r", tag="my run")
