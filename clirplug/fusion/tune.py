@@ -155,12 +155,16 @@ def _aligned(parts):
 
     from clirplug.io.runs import _codes
 
-    frame = pd.concat([part.assign(run=i) for i, part in enumerate(parts)], ignore_index=True)
-    wide = frame.pivot_table(index=["qid", "docid"], columns="run", values="score", aggfunc="sum", sort=False)
-    wide = wide.reindex(columns=[0, 1])
-    qids, docids = (np.asarray(wide.index.get_level_values(level).astype(str)) for level in (0, 1))
-    return {"qid": qids, "docid": docids, "hits": wide.notna().sum(axis=1).to_numpy(),
-            "scores": wide.fillna(0.0).to_numpy(), "qid_codes": _codes(qids.tolist()), "doc_codes": _codes(docids.tolist())}
+    columns = {name: np.concatenate([part[name].to_numpy() for part in parts]) for name in ("qid", "docid", "score")}
+    run = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
+    (qid_of, qids), (doc_of, docids) = (pd.factorize(columns[name]) for name in ("qid", "docid"))
+    pairs, row = np.unique(qid_of.astype(np.int64) * len(docids) + doc_of, return_inverse=True)
+    scores, held = np.zeros((len(pairs), len(parts))), np.zeros((len(pairs), len(parts)), dtype=bool)
+    scores[row, run], held[row, run] = columns["score"], True  # a run holds a (qid, docid) once
+    qid_rows, doc_rows = pairs // len(docids), pairs % len(docids)
+    qid_codes, doc_codes = _codes(qids.tolist())[qid_rows], _codes(docids.tolist())[doc_rows]
+    return {"qid": qids[qid_rows], "docid": docids[doc_rows], "hits": held.sum(axis=1), "scores": scores,
+            "qid_codes": qid_codes, "doc_codes": doc_codes}
 
 
 def _fused(table, kappa, depth, by_hits):
