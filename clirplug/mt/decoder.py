@@ -322,7 +322,7 @@ class Decoder:
         self._prepared: dict[tuple[str, ...], list[_Compiled]] = {}  # as rules_by_src, for any weights
         self.trie = _TrieNode()
         self._group(rules)
-        arity = max((rule.arity for group in self.rules_by_src.values() for rule in group), default=0)
+        arity = max((group[0].arity for group in self.rules_by_src.values()), default=0)  # a side's rules share it
         self.kernel = (kernel and arity <= 2 and (self.lm is None or self.lm.order <= 6)
                        and importlib.util.find_spec("numba") is not None)
         self.set_weights(weights or {})
@@ -331,8 +331,11 @@ class Decoder:
         """Add ``rules`` to :attr:`rules_by_src` and the trie (rules without terminals are never used);
         return the groups of the source sides that were new."""
         new = {}
+        last, unusable = None, False  # the last source side and its verdict: a grammar's rules of one side are consecutive
         for rule in rules:
-            if all(is_nonterminal(t) for t in rule.src):
+            if rule.src is not last:
+                last, unusable = rule.src, all(is_nonterminal(t) for t in rule.src)
+            if unusable:
                 continue
             group = self.rules_by_src.get(rule.src)
             if group is None:
@@ -348,7 +351,7 @@ class Decoder:
         the forests are then those of a decoder made with all the rules (a sentence uses the rules of its
         spans only, and a source side's rules keep their order). ``ValueError`` for a known source side."""
         new = self._group(rules)
-        if any(rule.arity > 2 for group in new.values() for rule in group):
+        if any(group[0].arity > 2 for group in new.values()):
             self.kernel = False  # the Python loop decodes what the kernel cannot, to the same forests
 
     def __getstate__(self) -> dict:

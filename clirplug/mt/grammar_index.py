@@ -89,12 +89,13 @@ class GrammarIndex:
         ids = np.unique(np.concatenate([self.entries[self.bounds[p] : self.bounds[p + 1]] for p in found]))
         in_block = np.searchsorted(self.block_lines, ids, side="right") - 1
         starts, blocks, text = self.starts, self.blocks, self.text
+        begins, ends = starts[ids].tolist(), (starts[ids + 1] - 1).tolist()  # each line without its newline
         current, data, base = -1, b"", 0
-        for i, b in zip(ids.tolist(), in_block.tolist()):
+        for number, begin, end, b in zip(self.linenos[ids].tolist(), begins, ends, in_block.tolist()):
             if b != current:  # ids ascend: each block is decompressed once
                 current, base = b, int(starts[self.block_lines[b]])
                 data = zlib.decompress(self._map[text + int(blocks[b]) : text + int(blocks[b + 1])])
-            yield int(self.linenos[i]), data[int(starts[i]) - base : int(starts[i + 1]) - base - 1].decode("utf-8")
+            yield number, data[begin - base : end - base].decode("utf-8")
 
 
 def open_index(where: Path, version: tuple[str, int, int]) -> GrammarIndex | None:
