@@ -8,7 +8,6 @@ ranks equal ``SimpleSearcher``'s; the stored documents are never loaded, which m
 query several times faster than through ``SimpleSearcher``.
 """
 
-import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -74,6 +73,7 @@ class Bm25Searcher:
         string_type = jclass("org.apache.lucene.search.SortField$Type").STRING_VAL
         self._sort = jclass("org.apache.lucene.search.Sort")(sort_field.FIELD_SCORE, sort_field(ID_FIELD, string_type))
         self.docids = load_docids(self.index, self._reader)
+        self._relevance = None  # RM3's, made on first use (relevance_model)
 
     def search_query(self, query, hits: int = 1000) -> list[tuple[str, float]]:
         """Top ``hits`` (docid, score) pairs of a Lucene ``Query`` object, ranked as Anserini ranks them."""
@@ -103,14 +103,17 @@ class Bm25Searcher:
         docs = [hit.doc for hit in first]
         scores = np.fromiter((hit.score for hit in first), dtype=np.float32, count=len(docs))
         tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, query)
-        return self.search_query(self._relevance_model.expanded_query(tokens, docs, scores, rm3), hits)
+        return self.search_query(self.relevance_model().expanded_query(tokens, docs, scores, rm3), hits)
 
-    @functools.cached_property
-    def _relevance_model(self):
-        from clirplug.lucene.feedback import RelevanceModel
-        from clirplug.lucene.reader import LuceneIndex
+    def relevance_model(self, progress: bool = False):
+        """The index's :class:`~clirplug.lucene.feedback.RelevanceModel` (loaded once; its first use on an index
+        reads every document vector into the index's cache, with a progress bar if ``progress``)."""
+        if self._relevance is None:
+            from clirplug.lucene.feedback import RelevanceModel
+            from clirplug.lucene.reader import LuceneIndex
 
-        return RelevanceModel(LuceneIndex(self.index, progress=False), self._reader)
+            self._relevance = RelevanceModel(LuceneIndex(self.index, progress=progress), self._reader)
+        return self._relevance
 
     def search_all(self, queries: Mapping[str, str], hits: int = 1000, progress: bool = True,
                    latencies: dict[str, float] | None = None, rm3: Rm3 | None = None):
@@ -119,12 +122,14 @@ class Bm25Searcher:
 
         With ``latencies``, each query's search seconds are added to its entry (0 when absent).
         """
+        if rm3 is not None:
+            self.relevance_model(progress)
         return search_each(queries, lambda qid, text: self.search(text, hits, rm3), progress=progress,
                            latencies=latencies)
 
     def close(self):
-        if "_relevance_model" in self.__dict__:
-            self._relevance_model.index.close()
+        if self._relevance is not None:
+            self._relevance.index.close()
         self._reader.close()
 
 

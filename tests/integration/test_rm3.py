@@ -83,7 +83,7 @@ def test_the_expanded_query_has_anserinis_terms_and_float_weights(demo_index, rm
         first = ours._searcher.search(ours._generator.buildQuery(FIELD, ours._analyzer, query), RERANK_CUTOFF,
                                       ours._sort, True).scoreDocs
         tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(ours._analyzer, query)
-        mixed = ours._relevance_model.mixed_model(tokens, [hit.doc for hit in first],
+        mixed = ours.relevance_model().mixed_model(tokens, [hit.doc for hit in first],
                                                   np.array([hit.score for hit in first], np.float32), rm3)
         names = mixed.iterator()
         weights = {}
