@@ -26,6 +26,28 @@ class SimpleSearcher:
         self._searcher.close()
 
 
+def rm3_feedback_terms(searcher, query: str, rm3) -> dict[str, float]:
+    """The terms and weights of ``query`` expanded by Anserini's own ``Rm3Reranker`` (a ``clirplug.lucene.rm3.Rm3``),
+    as its ``rerank`` leaves them in its context, over the index and BM25 of ``searcher`` (a
+    :class:`clirplug.lucene.search.Bm25Searcher`), handed the query's top 50 as ``SimpleSearcher.set_rm3`` hands them."""
+    from clirplug.lucene.index import FIELD
+    from clirplug.lucene.rm3 import RERANK_CUTOFF
+
+    lucene_query = searcher._generator.buildQuery(FIELD, searcher._analyzer, query)
+    args = jclass("io.anserini.search.SearchCollection$Args")()
+    args.hits = 10
+    tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(searcher._analyzer, query)
+    first = searcher._searcher.search(lucene_query, RERANK_CUTOFF, searcher._sort, True)
+    context = jclass("io.anserini.rerank.RerankerContext")(searcher._searcher, None, lucene_query, None, query, tokens,
+                                                           None, args)
+    reranker = jclass("io.anserini.rerank.lib.Rm3Reranker")(searcher._analyzer, None, FIELD, int(rm3.fb_terms),
+                                                            int(rm3.fb_docs), float(rm3.original_query_weight),
+                                                            False, True)
+    reranker.rerank(jclass("io.anserini.search.ScoredDocs").fromTopDocs(first, searcher._searcher), context)
+    terms = context.feedbackTerms
+    return {name: terms.get(name) for name in terms.keySet().toArray()}
+
+
 def simple_search(index, queries: Mapping[str, str], hits: int = 1000, k1: float = ANSERINI_K1,
                   b: float = ANSERINI_B) -> dict[str, list[tuple[str, float]]]:
     """``qid -> [(docid, score), ...]`` for every ``qid -> text`` of ``queries``, from :class:`SimpleSearcher`."""

@@ -75,17 +75,23 @@ class RelevanceModel:
         query = feature_vector.fromTerms(tokens).scaleToUnitL1Norm()
         return feature_vector.interpolate(query, model.scaleToUnitL1Norm(), float(rm3.original_query_weight))
 
-    def expanded_query(self, tokens, lucene_docs, scores, rm3: Rm3):
-        """The Lucene query ``Rm3Reranker.rerank`` searches: a clause per term of :meth:`mixed_model`, in its
-        order, boosted by its weight."""
+    def expanded_query(self, mixed):
+        """The Lucene query ``Rm3Reranker.rerank`` searches for the :meth:`mixed_model` ``mixed``: a clause per
+        term, in its order, boosted by its weight."""
         _, boolean_query, boost_query, term_query, term, should = self._vector
-        mixed = self.mixed_model(tokens, lucene_docs, scores, rm3)
         builder = boolean_query()
-        names = mixed.iterator()
-        while names.hasNext():
-            name = names.next()
-            builder.add(boost_query(term_query(term(FIELD, name)), mixed.getValue(name)), should)
+        for name, weight in term_weights(mixed).items():
+            builder.add(boost_query(term_query(term(FIELD, name)), weight), should)
         return builder.build()
+
+
+def term_weights(feature_vector) -> dict[str, float]:
+    """The terms and weights of a Java ``FeatureVector``, in its order."""
+    names, weights = feature_vector.iterator(), {}
+    while names.hasNext():
+        name = names.next()
+        weights[name] = feature_vector.getValue(name)
+    return weights
 
 
 def _java_classes() -> tuple:

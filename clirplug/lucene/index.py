@@ -20,7 +20,7 @@ from clirplug.lucene._jvm import (
     jclass,
     wait_for_java,
 )
-from clirplug.lucene.languages import LANGUAGES, check_language
+from clirplug.lucene.languages import ANALYZERS, LANGUAGES, check_language
 
 METADATA = "clirplug.json"
 FIELD, ID_FIELD = "contents", "id"  # the fields Anserini indexes a JsonCollection document's text and id in
@@ -32,6 +32,13 @@ MAX_ID_BYTES = 32766
 JAVA_BLANK = "".join(map(chr, range(33)))  # what Java's String.trim() removes: Anserini skips a document of only these
 NO_SPACE_TEXT = re.compile(r"No space left on device|Disk quota exceeded|File too large")
 JAVA_EXCEPTION = re.compile(r"[\w.$]+(Exception|Error): ")  # the first line of a Java stack trace
+
+
+def analyzer_for(language: str):
+    """The Lucene analyzer Anserini indexes ``language`` with (:data:`~clirplug.lucene.languages.ANALYZERS`)."""
+    if language == "en":
+        return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+    return jclass(ANALYZERS[check_language(language)])()
 
 
 def _work_folder(index: Path) -> Path:

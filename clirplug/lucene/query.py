@@ -10,8 +10,8 @@ checked against.
 
 from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.lucene._jvm import jcast, jclass
-from clirplug.lucene.index import FIELD, check_index, open_reader
-from clirplug.lucene.search import analyzer_for, bm25_index_searcher
+from clirplug.lucene.index import FIELD, analyzer_for, check_index, open_reader
+from clirplug.lucene.search import bm25_index_searcher
 
 
 def term_query(term: str, field: str = FIELD):

@@ -28,7 +28,7 @@ from clirplug.lucene._cache import (
     save_mapped,
 )
 from clirplug.lucene._jvm import jcast, jclass, to_python_list
-from clirplug.lucene.index import FIELD, check_index, index_metadata, open_reader
+from clirplug.lucene.index import FIELD, analyzer_for, check_index, index_metadata, open_reader
 
 # Lucene's SmallFloat.intToByte4/byte4ToInt, with which BM25Similarity stores document lengths.
 _MAX_INT4 = 231  # SmallFloat.longToInt4(Integer.MAX_VALUE)
@@ -292,8 +292,6 @@ class LuceneIndex:
     # -- analysis -------------------------------------------------------------------------------
     @functools.cached_property
     def _analyzer(self):
-        from clirplug.lucene.search import analyzer_for
-
         return analyzer_for(self.language)
 
     @functools.lru_cache(maxsize=100_000)

@@ -16,16 +16,8 @@ from clirplug.bm25 import ANSERINI_B, ANSERINI_K1, check_bm25
 from clirplug.io.runs import search_each
 from clirplug.lucene._cache import load_docids
 from clirplug.lucene._jvm import jclass
-from clirplug.lucene.index import FIELD, ID_FIELD, check_index, index_metadata, open_reader
-from clirplug.lucene.languages import ANALYZERS, check_language
+from clirplug.lucene.index import FIELD, ID_FIELD, analyzer_for, check_index, index_metadata, open_reader
 from clirplug.lucene.rm3 import RERANK_CUTOFF, Rm3
-
-
-def analyzer_for(language: str):
-    """The Lucene analyzer Anserini indexes ``language`` with (:data:`~clirplug.lucene.languages.ANALYZERS`)."""
-    if language == "en":
-        return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
-    return jclass(ANALYZERS[check_language(language)])()
 
 
 def anserini_score_ties(scores) -> np.ndarray:
@@ -99,11 +91,24 @@ class Bm25Searcher:
         ``set_rm3``: the relevance model of the query's top :data:`RERANK_CUTOFF` documents
         (:class:`~clirplug.lucene.feedback.RelevanceModel`), the expanded query searched for ``hits``
         documents; scores adjusted for ties as Anserini's cascade adjusts them."""
+        feedback = self.relevance_model()
+        return self.search_query(feedback.expanded_query(self._mixed_model(lucene_query, query, rm3)), hits)
+
+    def rm3_terms(self, query: str, rm3: Rm3) -> dict[str, float]:
+        """The terms of ``query`` expanded by RM3 and their weights, in the expanded query's order (the feedback
+        terms of Anserini's ``Rm3Reranker``); {} when it analyzes to nothing."""
+        from clirplug.lucene.feedback import term_weights
+
+        if not query.strip():
+            return {}
+        return term_weights(self._mixed_model(self._generator.buildQuery(FIELD, self._analyzer, query), query, rm3))
+
+    def _mixed_model(self, lucene_query, query: str, rm3: Rm3):
         first = self._searcher.search(lucene_query, RERANK_CUTOFF, self._sort, True).scoreDocs
         docs = [hit.doc for hit in first]
         scores = np.fromiter((hit.score for hit in first), dtype=np.float32, count=len(docs))
         tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, query)
-        return self.search_query(self.relevance_model().expanded_query(tokens, docs, scores, rm3), hits)
+        return self.relevance_model().mixed_model(tokens, docs, scores, rm3)
 
     def relevance_model(self, progress: bool = False):
         """The index's :class:`~clirplug.lucene.feedback.RelevanceModel` (loaded once; its first use on an index

@@ -217,7 +217,7 @@ def test_other_languages_use_their_lucene_analyzer(tmp_path, language, text, exp
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_every_language_gets_anserinis_analyzer(language):
-    from clirplug.lucene.search import analyzer_for
+    from clirplug.lucene.index import analyzer_for
 
     assert analyzer_for(language).getClass().getName() == ANALYZERS[language]
 

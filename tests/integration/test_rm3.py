@@ -1,7 +1,6 @@
 """RM3 on a translated query: clirplug's search (the relevance model in numpy, clirplug.lucene.feedback) equals
 Anserini's own SimpleSearcher with set_rm3, docids and scores."""
 
-import numpy as np
 import pytest
 
 from clirplug.lucene.anserini import SimpleSearcher
@@ -51,47 +50,17 @@ def test_rm3_equals_anserini_simple_searcher_with_set_rm3(demo_index, rm3):
     reference.close()
 
 
-def anserini_feedback_terms(searcher: Bm25Searcher, query: str, rm3: Rm3) -> dict[str, float]:
-    """The expanded query's terms and weights as Anserini's own ``Rm3Reranker.rerank`` leaves them in its context."""
-    from clirplug.lucene._jvm import jclass
-    from clirplug.lucene.index import FIELD
-    from clirplug.lucene.rm3 import RERANK_CUTOFF
-
-    lucene_query = searcher._generator.buildQuery(FIELD, searcher._analyzer, query)
-    args = jclass("io.anserini.search.SearchCollection$Args")()
-    args.hits = 10
-    tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(searcher._analyzer, query)
-    first = searcher._searcher.search(lucene_query, RERANK_CUTOFF, searcher._sort, True)
-    context = jclass("io.anserini.rerank.RerankerContext")(searcher._searcher, None, lucene_query, None, query, tokens,
-                                                           None, args)
-    reranker = jclass("io.anserini.rerank.lib.Rm3Reranker")(searcher._analyzer, None, FIELD, rm3.fb_terms, rm3.fb_docs,
-                                                            float(rm3.original_query_weight), False, True)
-    reranker.rerank(jclass("io.anserini.search.ScoredDocs").fromTopDocs(first, searcher._searcher), context)
-    terms = context.feedbackTerms
-    return {name: terms.get(name) for name in terms.keySet().toArray()}
-
-
 @pytest.mark.parametrize("rm3", [Rm3(), Rm3(fb_terms=40, fb_docs=60, original_query_weight=0.7)])
 def test_the_expanded_query_has_anserinis_terms_and_float_weights(demo_index, rm3):
     """Every weight to the last bit (rankings alone would hide it: scores are rounded to 1e-4)."""
-    from clirplug.lucene._jvm import jclass
-    from clirplug.lucene.index import FIELD
-    from clirplug.lucene.rm3 import RERANK_CUTOFF
+    from clirplug.lucene.anserini import rm3_feedback_terms
 
     ours = Bm25Searcher(demo_index, 0.9, 0.4)
     for query in QUERIES + english_sentences(20):
-        first = ours._searcher.search(ours._generator.buildQuery(FIELD, ours._analyzer, query), RERANK_CUTOFF,
-                                      ours._sort, True).scoreDocs
-        tokens = jclass("io.anserini.analysis.AnalyzerUtils").analyze(ours._analyzer, query)
-        mixed = ours.relevance_model().mixed_model(tokens, [hit.doc for hit in first],
-                                                  np.array([hit.score for hit in first], np.float32), rm3)
-        names = mixed.iterator()
-        weights = {}
-        while names.hasNext():
-            name = names.next()
-            weights[name] = mixed.getValue(name)
-        assert weights == anserini_feedback_terms(ours, query, rm3), query
-        assert len(weights) > len(set(tokens.toArray())), query  # feedback terms were added
+        expanded = ours.rm3_terms(query, rm3)
+        assert expanded == rm3_feedback_terms(ours, query, rm3), query
+        assert len(expanded) > len(set(query.lower().split())), query  # feedback terms were added
+    assert ours.rm3_terms(" ", rm3) == {}
     ours.close()
 
 
