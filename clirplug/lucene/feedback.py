@@ -36,7 +36,7 @@ class RelevanceModel:
         ascii_terms = np.array([terms[i] for i in columns.tolist()], dtype="S20")  # bytes order = Java's String order
         self._order = np.zeros(len(terms), np.int64)  # each eligible term's place in that order
         self._order[columns[np.argsort(ascii_terms, kind="stable")]] = np.arange(len(columns))
-        self._vector = _java_classes()
+        self._java = _java_classes()  # FeatureVector and the query classes, loaded once
 
     def _document_terms(self, doc: int, fb_terms: int) -> tuple[np.ndarray, np.ndarray]:
         """A feedback document's vector pruned as ``FeatureVector.pruneToSize``: its ``fb_terms`` eligible terms
@@ -68,7 +68,7 @@ class RelevanceModel:
     def mixed_model(self, tokens, lucene_docs, scores, rm3: Rm3):
         """The Java ``FeatureVector`` ``Rm3Reranker.rerank`` expands with: the analyzed query ``tokens`` (a Java
         list) interpolated with the relevance model of ``lucene_docs`` by ``rm3.original_query_weight``."""
-        feature_vector = self._vector[0]
+        feature_vector = self._java[0]
         model = feature_vector()
         for name, value in zip(*self.weights(lucene_docs, scores, rm3)):
             model.addFeatureValue(name, value)  # inserted in pruneToSize's order: Java's HashMap iterates alike
@@ -78,7 +78,7 @@ class RelevanceModel:
     def expanded_query(self, mixed):
         """The Lucene query ``Rm3Reranker.rerank`` searches for the :meth:`mixed_model` ``mixed``: a clause per
         term, in its order, boosted by its weight."""
-        _, boolean_query, boost_query, term_query, term, should = self._vector
+        _, boolean_query, boost_query, term_query, term, should = self._java
         builder = boolean_query()
         for name, weight in term_weights(mixed).items():
             builder.add(boost_query(term_query(term(FIELD, name)), weight), should)
