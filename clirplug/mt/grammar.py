@@ -374,11 +374,13 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
             raise ClirplugError(f"{path}: cannot read the grammar: {error}") from error
 
 
-def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str], build: bool):
-    """The lines of the grammar file ``path`` listed under ``phrases`` in its index (:mod:`clirplug.mt.grammar_index`,
-    built first if ``build`` and missing or stale, checking every line), in file order; None without an index."""
+def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str], new_phrases: set[str] | None,
+                   build: bool):
+    """The lines of the grammar file ``path`` whose rules ``phrases`` admit (with ``new_phrases``: and not the
+    phrases before them), by its index (:mod:`clirplug.mt.grammar_index`, built first if ``build`` and missing
+    or stale, checking every line), in file order; None without an index."""
     where = index_path(path)
-    lines = _listed_lines(open_index(where, version), phrases)
+    lines = _listed_lines(open_index(where, version), phrases, new_phrases)
     if lines is None and build and os.access(where.parent, os.W_OK):
         check = not _was_checked(path, version)
         parser = _RuleLines(str(path))
@@ -401,14 +403,15 @@ def _indexed_lines(path: Path, version: tuple[str, int, int], phrases: set[str],
             return None  # a file that cannot be read or an index that cannot be written (a full disk): a scan says which
         if check:
             _mark_checked(path, version)
-        lines = _listed_lines(open_index(where, version), phrases)
+        lines = _listed_lines(open_index(where, version), phrases, new_phrases)
     return lines
 
 
-def _listed_lines(index, phrases: set[str]) -> list[tuple[int, str]] | None:
-    """The lines an open index lists under ``phrases`` or without terminals; None without one or when it is damaged."""
+def _listed_lines(index, phrases: set[str], new_phrases: set[str] | None) -> list[tuple[int, str]] | None:
+    """The lines of an open index whose phrases are among ``phrases`` (or that have no terminals) and, with
+    ``new_phrases``, one of them among those; None without an index or when it is damaged."""
     try:
-        return None if index is None else index.lines(phrases | {""})
+        return None if index is None else index.lines(phrases | {""}, new_phrases)
     except ValueError:
         return None
 
@@ -426,9 +429,9 @@ def iter_grammar(path, restriction: SourcePhrases | None = None, new_phrases: se
     admits with a terminal run among them: those it did not admit before.
 
     A restricted read of a file that has an index (``<grammar>.index``, :mod:`clirplug.mt.grammar_index`)
-    reads only the lines listed under the restriction's phrases, and yields the same rules in the same
-    order. ``index``: build the index first when it is missing or stale (True), never (False), or when the
-    file holds at least :data:`INDEX_MIN_SIZE` bytes (None); a file whose folder is read-only is scanned.
+    reads only the lines of the rules admitted, and yields the same rules in the same order. ``index``: build
+    the index first when it is missing or stale (True), never (False), or when the file holds at least
+    :data:`INDEX_MIN_SIZE` bytes (None); a file whose folder is read-only is scanned.
     """
     path = Path(path)
     if not path.is_file():
@@ -440,9 +443,10 @@ def iter_grammar(path, restriction: SourcePhrases | None = None, new_phrases: se
     lines = None
     if restriction is not None and index is not False:
         build = index is True or stat.st_size >= INDEX_MIN_SIZE
-        lines = _indexed_lines(path, version, restriction.phrases if new_phrases is None else new_phrases, build)
+        lines = _indexed_lines(path, version, restriction.phrases, new_phrases, build)
         if lines is not None:
             check = False  # the index is made from checked files only
+            restriction = None  # and its lines are those admitted
     admitted = (None, True)  # the last source field and its verdict: rules sharing a source side are consecutive
     for lineno, line in _numbered_lines(path) if lines is None else lines:
         fields, source = parser.fields(line)

@@ -4,10 +4,11 @@
 about :data:`BLOCK` bytes (zlib; a phrase's lines, mostly neighbours, are read from a few blocks), and a table
 from phrases to lines: each rule line is listed under every terminal run of its source side (the runs
 :meth:`~clirplug.mt.grammar.SourcePhrases.admits` requires to be phrases), a source side without terminals
-under the empty phrase. A rule admitted by a restriction has all its runs among the restriction's phrases,
-so it is among the lines of those phrases: these are read in file order and filtered as the scan filters
-them (:func:`~clirplug.mt.grammar.iter_grammar`), which gives the scan's rules in the scan's order.
-Phrases are keyed by a 64-bit hash; a collision only adds lines the filter drops.
+under the empty phrase, with the number of its phrases. A rule admitted by a restriction has all its runs
+among the restriction's phrases: the lines listed under the restriction's phrases as many times as they have
+phrases. These are read in file order, which gives the scan's rules (:func:`~clirplug.mt.grammar.iter_grammar`)
+in the scan's order, without reading the others. Phrases are keyed by a 64-bit hash; a collision could only
+add a rule whose source side is in no sentence, which no decoder applies.
 
 The file: a magic line, the blocks of lines (UTF-8, each ending in a newline), the arrays (little-endian, 8-byte
 aligned), a JSON header naming their offsets, their CRC-32 and the grammar's size and modification time,
@@ -29,12 +30,13 @@ import numpy as np
 
 from clirplug.atomic import atomic_open
 
-MAGIC = b"clirplug grammar index 1\n"
+MAGIC = b"clirplug grammar index 2\n"
 BLOCK = 1 << 15  # bytes of lines compressed together
 # in file order, after the blocks: the phrase keys (sorted), their entries' bounds, the entries (line numbers,
 # counted from 0 over the indexed lines), each line's offset in the uncompressed lines (and the end), each
-# block's first line (and the number of lines), each block's offset (and the end), each line's number in the file
-_ARRAYS = ("keys", "bounds", "entries", "starts", "block_lines", "blocks", "linenos")
+# block's first line (and the number of lines), each block's offset (and the end), each line's number in the file,
+# each line's number of phrases
+_ARRAYS = ("keys", "bounds", "entries", "starts", "block_lines", "blocks", "linenos", "phrase_counts")
 _OPEN: dict[tuple, GrammarIndex] = {}  # (index path, grammar version) -> its index, opened once per process
 
 
@@ -72,21 +74,33 @@ class GrammarIndex:
             offset, count, dtype = header[name]
             setattr(self, name, np.frombuffer(self._map, dtype=dtype, count=count, offset=offset))
 
-    def lines(self, phrases: Iterable[str]) -> list[tuple[int, str]]:
-        """``(line number, line)`` of every line listed under one of ``phrases``, in file order; ``ValueError``
-        when a block of lines is damaged."""
+    def lines(self, phrases: Iterable[str], new: Iterable[str] | None = None) -> list[tuple[int, str]]:
+        """``(line number, line)`` of every line whose phrases are all among ``phrases`` and, with ``new``, one
+        of them among ``new``, in file order; ``ValueError`` when a block of lines is damaged."""
         try:
-            return list(self._lines(phrases))
+            return list(self._lines(self._listed(phrases, new)))
         except (zlib.error, UnicodeDecodeError) as error:
             raise ValueError(f"a damaged index: {error}") from error
 
-    def _lines(self, phrases: Iterable[str]) -> Iterator[tuple[int, str]]:
-        wanted = np.fromiter(map(phrase_key, phrases), dtype=np.uint64)
-        positions = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1) if len(self.keys) else []
-        found = [int(p) for p, key in zip(positions, wanted) if self.keys[p] == key]
-        if not found:
-            return
-        ids = np.unique(np.concatenate([self.entries[self.bounds[p] : self.bounds[p + 1]] for p in found]))
+    def _entries(self, phrases: Iterable[str]) -> np.ndarray:
+        """The line ids listed under ``phrases``, each once per phrase (phrases of one key counted once)."""
+        wanted = np.unique(np.fromiter(map(phrase_key, phrases), dtype=np.uint64))
+        if not len(wanted) or not len(self.keys):
+            return np.zeros(0, dtype=np.uint64)
+        positions = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        found = positions[self.keys[positions] == wanted].tolist()
+        return np.concatenate([self.entries[self.bounds[p] : self.bounds[p + 1]] for p in found]
+                              or [np.zeros(0, dtype=np.uint64)])
+
+    def _listed(self, phrases: Iterable[str], new: Iterable[str] | None) -> np.ndarray:
+        """The ids of the lines :meth:`lines` reads, ascending."""
+        ids, counts = np.unique(self._entries(phrases), return_counts=True)
+        ids = ids[counts == self.phrase_counts[ids]]
+        if new is not None:
+            ids = ids[np.isin(ids, self._entries(new))]
+        return ids
+
+    def _lines(self, ids: np.ndarray) -> Iterator[tuple[int, str]]:
         in_block = np.searchsorted(self.block_lines, ids, side="right") - 1
         starts, blocks, text = self.starts, self.blocks, self.text
         begins, ends = starts[ids].tolist(), (starts[ids + 1] - 1).tolist()  # each line without its newline
@@ -115,7 +129,7 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
     """Write atomically at ``where`` the index of the file of ``version`` whose non-blank lines are ``lines``:
     ``(line number, line without its newline, the phrases it is listed under)``."""
     keys, line_ids, starts, linenos = array.array("Q"), array.array("Q"), array.array("q", [0]), array.array("q")
-    block_lines, blocks = array.array("q"), array.array("q", [0])
+    block_lines, blocks, phrase_counts = array.array("q"), array.array("q", [0]), array.array("q")
     offset, pending = 0, []
     with atomic_open(where, "wb") as out:
         out.write(MAGIC)
@@ -128,9 +142,11 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
 
         for lineno, line, phrases in lines:
             line_id = len(linenos)
-            for key in {phrase_key(phrase) for phrase in phrases}:
+            line_keys = {phrase_key(phrase) for phrase in phrases}
+            for key in line_keys:
                 keys.append(key)
                 line_ids.append(line_id)
+            phrase_counts.append(len(line_keys))
             if not pending:
                 block_lines.append(line_id)
             data = line.encode("utf-8") + b"\n"
@@ -152,7 +168,8 @@ def write_index(where: Path, version: tuple[str, int, int], lines: Iterable[tupl
                   "starts": np.frombuffer(starts, dtype=np.int64).astype("<i8"),
                   "block_lines": np.frombuffer(block_lines, dtype=np.int64).astype("<i8"),
                   "blocks": np.frombuffer(blocks, dtype=np.int64).astype("<i8"),
-                  "linenos": np.frombuffer(linenos, dtype=np.int64).astype("<i8")}
+                  "linenos": np.frombuffer(linenos, dtype=np.int64).astype("<i8"),
+                  "phrase_counts": np.frombuffer(phrase_counts, dtype=np.int64).astype("<i8")}
         header = {"size": version[1], "mtime_ns": version[2], "text": len(MAGIC)}
         position, crc = len(MAGIC) + blocks[-1], None  # crc: of the bytes from the first array to the header
         for name in _ARRAYS:

@@ -6,6 +6,9 @@ scored ``s_e + Σ_i score(D[tail_i][j_i])``. The next best derivation of ``v`` i
 candidate; after popping ``<e, j>`` its neighbours ``<e, j + b^i>`` are pushed, asking the
 tails for one more derivation only when needed (lazily). With monotone scores (``+``), the
 derivations of every node come out in non-increasing score order.
+
+The search is compiled (:mod:`clirplug.mt.kbest_kernel`, numba installed) for forests whose edges have at most two
+tails, with the same derivations; :class:`_KBest` is the reference.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from clirplug.compiled import kernels
 from clirplug.mt.hypergraph import Derivation, Hypergraph, build_tree
 
 
@@ -77,9 +81,13 @@ class _KBest:
             negative, e, ranks = heapq.heappop(heap)
             found.append((-negative, e, ranks))
 
+    def derivation(self, v: int, k: int) -> tuple[float, int, tuple[int, ...]]:
+        """``v``'s ``k``-th best derivation found: its score, edge and the ranks of its tails' derivations."""
+        return self.found[v][k]
+
     def tree(self, v: int, k: int) -> Derivation:
         def expand(item):
-            score, e, ranks = self.found[item[0]][item[1]]
+            score, e, ranks = self.derivation(*item)
             return tuple(zip(self.hg.tails[e], ranks)), lambda children: Derivation(float(score), e, children)
 
         return build_tree((v, k), expand)
@@ -87,14 +95,14 @@ class _KBest:
     def words(self, v: int, k: int) -> tuple[str, ...]:
         """The yield of ``v``'s ``k``-th best derivation (:meth:`Hypergraph.derivation_yield`'s words),
         memoised per ``(node, rank)``: derivations share their subderivations, so each is read once."""
-        memo, found, tails, templates = self.yields, self.found, self.hg.tails, self.hg.templates
+        memo, derivation, tails, templates = self.yields, self.derivation, self.hg.tails, self.hg.templates
         stack = [(v, k)]
         while stack:
             item = stack[-1]
             if item in memo:
                 stack.pop()
                 continue
-            _, e, ranks = found[item[0]][item[1]]
+            _, e, ranks = derivation(*item)
             children = tuple(zip(tails[e], ranks))
             missing = [child for child in children if child not in memo]
             if missing:
@@ -111,6 +119,52 @@ class _KBest:
         return memo[(v, k)]
 
 
+class _CompiledKBest(_KBest):
+    """The derivations :func:`kbest` (``limit`` 0) or :func:`unique_kbest` keeps, by the compiled search
+    (:mod:`clirplug.mt.kbest_kernel`): ``kept``, the goal's ranks, and what :meth:`tree` reads, from its arrays."""
+
+    def __init__(self, hg: Hypergraph, scores: np.ndarray, k: int, limit: int = 0):
+        self.hg, self.yields = hg, {}
+        templates = _templates(hg) if limit > 0 else (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        kept, score, self.edge, self.ranks, self.starts, self.order = _kernel().lazy_kbest(
+            hg.offsets, hg.tail_matrix, scores, hg.goal, k, limit, *templates)
+        self.kept, self.scores_found = kept.tolist(), score.tolist()
+
+    def derivation(self, v: int, k: int) -> tuple[float, int, tuple[int, ...]]:
+        row = int(self.order[self.starts[v] + k])
+        e = int(self.edge[row])
+        return self.scores_found[row], e, tuple(self.ranks[row, : len(self.hg.tails[e])].tolist())
+
+
+def _templates(hg: Hypergraph) -> tuple[np.ndarray, np.ndarray]:
+    """The edges' yield templates as :func:`~clirplug.mt.kbest_kernel.lazy_kbest` reads them: bounds and items
+    (a word's number, ``-1 - i`` for tail ``i``)."""
+    numbers: dict[str, int] = {}
+    converted: dict[int, list[int]] = {}  # by the template's id: edges of one rule share its template
+    items, lengths = [], []
+    for template in hg.templates:
+        values = converted.get(id(template))
+        if values is None:
+            values = converted[id(template)] = [numbers.setdefault(token, len(numbers)) if token.__class__ is str
+                                                else -1 - token for token in template]
+        items.extend(values)
+        lengths.append(len(values))
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return bounds, np.array(items, dtype=np.int64)
+
+
+def _compiled(hg: Hypergraph) -> bool:
+    """Whether the compiled search applies: numba installed, at most 2 tails an edge, every node with an edge."""
+    return hg.tail_matrix.shape[1] <= 2 and hg.num_nodes > 0 and bool(np.all(np.diff(hg.offsets) > 0)) \
+        and _kernel() is not None
+
+
+def _kernel():
+    """The module :mod:`clirplug.mt.kbest_kernel`, or None without numba."""
+    return kernels("clirplug.mt.kbest_kernel")
+
+
 def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> list[Derivation]:
     """The ``k`` best derivations of the goal, best first (fewer if the forest has fewer).
 
@@ -123,6 +177,9 @@ def kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: int) -> 
         best = _first(hg, scores)
         if best is not None:
             return [best]
+    if _compiled(hg):
+        search = _CompiledKBest(hg, scores, k)
+        return [search.tree(hg.goal, i) for i in search.kept]
     search = _KBest(hg, scores)
     search.kth(hg.goal, k - 1)
     return [search.tree(hg.goal, i) for i in range(len(search.found[hg.goal]))]
@@ -170,6 +227,11 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
     """
     if k < 1:
         return []
+    if limit < 1:
+        return []
+    if _compiled(hg):
+        search = _CompiledKBest(hg, hg.edge_scores(weights), k, limit)
+        return [search.tree(hg.goal, i) for i in search.kept]
     search = _KBest(hg, hg.edge_scores(weights))
     kept, keys = [], set()
     for i in range(limit):

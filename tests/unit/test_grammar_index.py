@@ -132,3 +132,19 @@ def test_a_read_only_folder_or_full_disk_is_scanned_and_a_malformed_line_named(t
     with pytest.raises(ClirplugError, match="bad.txt:2: .*bad feature value"):
         read_grammar(bad, SourcePhrases([["haus"]]), index=True)
     assert not grammar_index.index_path(bad).exists()
+
+
+def test_a_key_collision_only_adds_rules_of_no_sentence(tmp_path, monkeypatch):
+    # keys by length: every phrase of one length collides, the worst a hash could do
+    monkeypatch.setattr(grammar_index, "phrase_key", lambda phrase: len(phrase))
+    rules = [parse_rule(line) for line in (
+        "[X] ||| a [X,1] ||| A [X,1] ||| a=1 ||| 0-0",
+        "[X] ||| b [X,1] c ||| B [X,1] C ||| a=2 ||| 0-0",
+        "[X] ||| d e ||| DE ||| a=3 ||| 0-0")]
+    path = tmp_path / "g.txt"
+    write_grammar(rules, path)
+    restriction = SourcePhrases([["a"]])
+    scanned = read_grammar(path, restriction, index=False)
+    indexed = read_grammar(path, restriction, index=True)
+    assert scanned == [rules[0]] and indexed == rules[:2]  # "b" and "c" collide with "a"; "d e" with no phrase
+    assert not restriction.admits(" ".join(indexed[1].src))

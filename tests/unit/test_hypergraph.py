@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from clirplug.errors import ClirplugError
 from clirplug.mt import hypergraph
+from clirplug.mt import kbest as kbest_module
 from clirplug.mt.hypergraph import Hypergraph, HypergraphBuilder, ViterbiPlan
 from clirplug.mt.kbest import _KBest, kbest, unique_kbest
 from clirplug.mt.semiring import LOG, REAL, TROPICAL
@@ -119,14 +120,7 @@ def test_the_one_best_is_the_lazy_searchs_first_bit_for_bit(seed):
         expected, (got,) = lazy.tree(hg.goal, 0), kbest(hg, weights, 1)
         assert tree_key(got) == tree_key(expected)
         assert [d.score.hex() for d in _subtrees(got)] == [d.score.hex() for d in _subtrees(expected)]
-    integer = random_forest(seed, num_nodes=9)  # small integer edge scores: exact sums, many tied derivations
-    scores = np.random.default_rng(seed).integers(0, 2, size=integer.num_edges).astype(float)
-    builder = HypergraphBuilder()
-    for label in integer.labels:
-        builder.add_node(label)
-    for e in range(integer.num_edges):
-        builder.add_edge(int(integer.heads[e]), integer.tails[e], {"tie": scores[e]})
-    tied = builder.build(integer.goal)
+    tied = _tied(random_forest(seed, num_nodes=9), seed)
     lazy = _KBest(tied, tied.edge_scores({"tie": 1.0}))
     lazy.kth(tied.goal, 0)
     assert tree_key(kbest(tied, {"tie": 1.0}, 1)[0]) == tree_key(lazy.tree(tied.goal, 0))
@@ -138,6 +132,39 @@ def _subtrees(derivation):
         out.append(stack.pop())
         stack.extend(out[-1].children)
     return out
+
+
+def _tied(forest, seed):
+    """``forest`` with edge scores 0 or 1 (feature ``tie``): exact sums, many tied derivations."""
+    scores = np.random.default_rng(seed).integers(0, 2, size=forest.num_edges).astype(float)
+    builder = HypergraphBuilder()
+    for label in forest.labels:
+        builder.add_node(label)
+    for e in range(forest.num_edges):
+        builder.add_edge(int(forest.heads[e]), forest.tails[e], {"tie": scores[e]})
+    return builder.build(forest.goal)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_compiled_kbest_search_finds_the_references_derivations_bit_for_bit(seed, monkeypatch):
+    hg = random_forest(seed, num_nodes=30, max_in=6)
+    cases = ((hg, WEIGHTS), (hg, {"a": 1.0}), (_tied(hg, seed), {"tie": 1.0}),
+             (_tied(random_forest(seed, num_nodes=9), seed), {"tie": 1.0}))
+    searches = [(forest, weights, k, limit) for forest, weights in cases
+                for k, limit in ((1, 0), (3, 0), (40, 0), (500, 0), (1, 1), (3, 50), (50, 20), (100, 1000))]
+
+    def found():
+        out = []
+        for forest, weights, k, limit in searches:
+            derivations = unique_kbest(forest, weights, k, limit) if limit else kbest(forest, weights, k)
+            out.append([(tree_key(d), [s.score.hex() for s in _subtrees(d)]) for d in derivations])
+        return out
+
+    assert kbest_module._compiled(hg)
+    compiled = found()
+    monkeypatch.setattr(kbest_module, "_kernel", lambda: None)
+    assert not kbest_module._compiled(hg) and found() == compiled
+    assert sum(map(len, compiled)) > 150
 
 
 @pytest.mark.parametrize("seed", range(8))
