@@ -86,23 +86,20 @@ class _KBest:
         return self.found[v][k]
 
     def tree(self, v: int, k: int) -> Derivation:
-        def expand(item):
-            score, e, ranks = self.derivation(*item)
-            return tuple(zip(self.hg.tails[e], ranks)), lambda children: Derivation(float(score), e, children)
-
-        return build_tree((v, k), expand)
+        """``v``'s ``k``-th best derivation found, as a tree."""
+        return _tree(self.hg, self.derivation, v, k)
 
     def words(self, v: int, k: int) -> tuple[str, ...]:
         """The yield of ``v``'s ``k``-th best derivation (:meth:`Hypergraph.derivation_yield`'s words),
         memoised per ``(node, rank)``: derivations share their subderivations, so each is read once."""
-        memo, derivation, tails, templates = self.yields, self.derivation, self.hg.tails, self.hg.templates
+        memo, found, tails, templates = self.yields, self.found, self.hg.tails, self.hg.templates
         stack = [(v, k)]
         while stack:
             item = stack[-1]
             if item in memo:
                 stack.pop()
                 continue
-            _, e, ranks = derivation(*item)
+            _, e, ranks = found[item[0]][item[1]]
             children = tuple(zip(tails[e], ranks))
             missing = [child for child in children if child not in memo]
             if missing:
@@ -119,12 +116,22 @@ class _KBest:
         return memo[(v, k)]
 
 
-class _CompiledKBest(_KBest):
+def _tree(hg: Hypergraph, derivation, v: int, k: int) -> Derivation:
+    """``v``'s ``k``-th best derivation as a tree, ``derivation(node, rank)`` giving a found derivation's score,
+    edge and the ranks of its tails' derivations."""
+    def expand(item):
+        score, e, ranks = derivation(*item)
+        return tuple(zip(hg.tails[e], ranks)), lambda children: Derivation(float(score), e, children)
+
+    return build_tree((v, k), expand)
+
+
+class _CompiledKBest:
     """The derivations :func:`kbest` (``limit`` 0) or :func:`unique_kbest` keeps, by the compiled search
-    (:mod:`clirplug.mt.kbest_kernel`): ``kept``, the goal's ranks, and what :meth:`tree` reads, from its arrays."""
+    (:mod:`clirplug.mt.kbest_kernel`): ``kept``, the goal's ranks, read from its arrays as :class:`_KBest`'s."""
 
     def __init__(self, hg: Hypergraph, scores: np.ndarray, k: int, limit: int = 0):
-        self.hg, self.yields = hg, {}
+        self.hg = hg
         templates = _templates(hg) if limit > 0 else (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         kept, score, self.edge, self.ranks, self.starts, self.order = _kernel().lazy_kbest(
             hg.offsets, hg.tail_matrix, scores, hg.goal, k, limit, *templates)
@@ -134,6 +141,9 @@ class _CompiledKBest(_KBest):
         row = int(self.order[self.starts[v] + k])
         e = int(self.edge[row])
         return self.scores_found[row], e, tuple(self.ranks[row, : len(self.hg.tails[e])].tolist())
+
+    def tree(self, v: int, k: int) -> Derivation:
+        return _tree(self.hg, self.derivation, v, k)
 
 
 def _templates(hg: Hypergraph) -> tuple[np.ndarray, np.ndarray]:

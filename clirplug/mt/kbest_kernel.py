@@ -96,7 +96,7 @@ def lazy_kbest(offsets, tail_matrix, scores, goal, k, limit, t_indptr, t_items):
     f_start, f_size, f_capacity = np.arange(n), np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
     heap, heap_used = np.empty(2 * n + 16, dtype=np.int64), 0
     h_start, h_size, h_capacity = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    seen = {(np.int64(-1), np.int64(0), np.int64(0))}
+    seen = {(np.int64(-1), np.int64(0), np.int64(0))}  # the (edge, ranks) pushed; typed by an item of no edge
     started = np.zeros(n, dtype=np.bool_)  # the node's heap holds its edges' first candidates
     pending = np.zeros(n, dtype=np.bool_)  # the successors of the node's last derivation are not pushed yet
     exhausted = np.zeros(n, dtype=np.bool_)
@@ -105,7 +105,7 @@ def lazy_kbest(offsets, tail_matrix, scores, goal, k, limit, t_indptr, t_items):
     # the yields of derivations (rows), words in a pool; the distinct yields of the goal, chained by hash
     y_start, y_size = np.full(1024, -1, dtype=np.int64), np.zeros(1024, dtype=np.int64)
     words, words_used = np.empty(4096, dtype=np.int64), 0
-    by_hash = {np.uint64(0): np.int64(-1)}
+    by_hash = {np.uint64(0): np.int64(-1)}  # a yield's hash -> its first kept yield (-1: none)
     chained = np.empty(max(k, 1), dtype=np.int64)  # the next kept yield of the same hash
     kept = np.empty(max(k, 1), dtype=np.int64)
     n_kept = 0
