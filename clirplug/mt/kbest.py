@@ -235,9 +235,7 @@ def unique_kbest(hg: Hypergraph, weights: Mapping[str, float] | np.ndarray, k: i
     Only the kept derivations are built as trees; the others' yields are assembled from
     their subderivations' (:meth:`_KBest.words`).
     """
-    if k < 1:
-        return []
-    if limit < 1:
+    if k < 1 or limit < 1:
         return []
     if _compiled(hg):
         search = _CompiledKBest(hg, hg.edge_scores(weights), k, limit)
