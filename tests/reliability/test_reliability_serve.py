@@ -183,13 +183,18 @@ def test_other_clients_are_answered_while_a_long_request_runs(server):
 
 
 def test_a_request_over_its_time_budget_is_503_and_the_worker_is_freed(lucene_index, model_template):
-    """The batch would take some 20 s; it is answered at 3 s, and the next request within the budget again."""
+    """The batch would take some 20 s; it is answered at 3 s, and a short request is answered again well before the
+    batch could have ended (the first may still wait for the batch's interruption on a loaded machine)."""
     served = Server(lucene_index, model_template, "--time-budget", "3")
     try:
         status, answer, took = request(served.url + "/search", slow_batch(seed=1))
         assert status == 503 and one_line(answer).startswith("the request took more than its time budget of 3 s")
         assert took < 4.5
-        status, answer, took = request(served.url + search("dateien verschieben"))
+        start = time.monotonic()
+        while True:
+            status, answer, _ = request(served.url + search("dateien verschieben"))
+            if status == 200 or time.monotonic() - start > 8:
+                break
         assert status == 200 and answer["hits"][0]["docid"] == "mv.1"
     finally:
         served.stop()
