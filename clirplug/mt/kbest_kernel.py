@@ -23,9 +23,7 @@ def _append(pool, used, start, size, capacity, owner, value):
     if size[owner] == capacity[owner]:
         room = 2 * capacity[owner]
         if used + room > pool.shape[0]:
-            grown = np.empty(max(2 * pool.shape[0], used + room), dtype=pool.dtype)
-            grown[:used] = pool[:used]
-            pool = grown
+            pool = _grown_to(pool, max(2 * pool.shape[0], used + room))
         pool[used : used + size[owner]] = pool[start[owner] : start[owner] + size[owner]]
         start[owner], capacity[owner] = used, room
         used += room
@@ -44,6 +42,16 @@ def _before(a, b, key, edge, first, second):
     if first[a] != first[b]:
         return first[a] < first[b]
     return second[a] < second[b]
+
+
+@numba.njit(inline="always")
+def _candidate(key, edge, first, second, row, value, e, rank_1, rank_2):
+    """Write candidate ``row`` (its pop key ``value``, edge and tails' ranks) into the candidate arrays, grown when
+    full; returns them."""
+    if row == key.shape[0]:
+        key, edge, first, second = _grown(key), _grown(edge), _grown(first), _grown(second)
+    key[row], edge[row], first[row], second[row] = value, e, rank_1, rank_2
+    return key, edge, first, second
 
 
 @numba.njit
@@ -130,9 +138,7 @@ def lazy_kbest(offsets, tail_matrix, scores, goal, k, limit, t_indptr, t_items):
                 if need < 0:
                     h_start[u], h_capacity[u] = heap_used, offsets[u + 1] - offsets[u]
                     if heap_used + h_capacity[u] > heap.shape[0]:
-                        grown = np.empty(max(2 * heap.shape[0], heap_used + h_capacity[u]), dtype=np.int64)
-                        grown[:heap_used] = heap[:heap_used]
-                        heap = grown
+                        heap = _grown_to(heap, max(2 * heap.shape[0], heap_used + h_capacity[u]))
                     heap_used += h_capacity[u]
                     for e in range(offsets[u], offsets[u + 1]):
                         total, usable = 0.0, True
@@ -144,11 +150,8 @@ def lazy_kbest(offsets, tail_matrix, scores, goal, k, limit, t_indptr, t_items):
                                     break
                                 total += score[found[f_start[t]]]
                         if usable:
-                            if candidates == key.shape[0]:
-                                key, c_edge = _grown(key), _grown(c_edge)
-                                c_first, c_second = _grown(c_first), _grown(c_second)
-                            key[candidates], c_edge[candidates] = -(scores[e] + total), e
-                            c_first[candidates], c_second[candidates] = 0, 0
+                            key, c_edge, c_first, c_second = _candidate(key, c_edge, c_first, c_second, candidates,
+                                                                        -(scores[e] + total), e, 0, 0)
                             seen.add((np.int64(e), np.int64(0), np.int64(0)))
                             heap[h_start[u] + h_size[u]] = candidates
                             h_size[u] += 1
@@ -178,11 +181,9 @@ def lazy_kbest(offsets, tail_matrix, scores, goal, k, limit, t_indptr, t_items):
                                     tail = tail_matrix[e, j]
                                     if tail < n:
                                         total += score[found[f_start[tail] + successor[j]]]
-                                if candidates == key.shape[0]:
-                                    key, c_edge = _grown(key), _grown(c_edge)
-                                    c_first, c_second = _grown(c_first), _grown(c_second)
-                                key[candidates], c_edge[candidates] = -(scores[e] + total), e
-                                c_first[candidates], c_second[candidates] = successor[0], successor[1]
+                                key, c_edge, c_first, c_second = _candidate(
+                                    key, c_edge, c_first, c_second, candidates, -(scores[e] + total), e,
+                                    successor[0], successor[1])
                                 heap, heap_used = _append(heap, heap_used, h_start, h_size, h_capacity, u, candidates)
                                 _sift_up(heap, h_start[u], h_size[u] - 1, key, c_edge, c_first, c_second)
                                 candidates += 1
